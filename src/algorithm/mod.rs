@@ -1,0 +1,120 @@
+//! The rate-limiting policies: plain integer math over a small per-key state.
+//!
+//! An [`Algorithm`] is a *stateless policy*: it holds only its parameters, and every
+//! call receives the key's state and the current instant as arguments. It never reads a
+//! clock, takes a lock, does I/O or owns a key map; [`RateLimiter`](crate::RateLimiter)
+//! does all of that. So each algorithm is single-threaded math that a test can sit on
+//! any nanosecond boundary.
+//!
+//! ## Shared semantics
+//! - **Exact time.** Integer nanoseconds, `u128` where products can overflow `u64`.
+//! - **A backwards clock changes nothing.** Each state remembers the latest instant it
+//!   has seen; an earlier reading is treated as that instant ("time stands still"), so
+//!   it neither refills nor drains. Waits are still measured from the caller's `now`.
+//! - **`retry_after` is exact.** It is the least wait after which the request passes if
+//!   nothing else happens: at `now + retry_after` it passes, one nanosecond earlier it
+//!   does not. `None` means it can never pass (`cost > capacity`).
+//! - **A denial never changes what a later decision would be.**
+//! - **`is_idle`** is true only when the state is indistinguishable from a fresh one, so
+//!   the limiter can forget the key without changing any future decision.
+
+mod dynamic;
+mod fixed_window;
+mod gcra;
+mod leaky_bucket;
+mod sliding_window_counter;
+mod sliding_window_log;
+mod token_bucket;
+
+pub use dynamic::{BoxedAlgorithm, DynAlgorithm, ErasedState};
+pub use fixed_window::{FixedWindow, WindowState};
+pub use gcra::{Gcra, GcraState};
+pub use leaky_bucket::LeakyBucket;
+pub use sliding_window_counter::{CounterState, SlidingWindowCounter};
+pub use sliding_window_log::{LogState, SlidingWindowLog};
+pub use token_bucket::{BucketState, TokenBucket};
+
+use crate::rule::Rule;
+use crate::time::Nanos;
+
+/// A rate-limiting policy over a per-key [`State`](Algorithm::State).
+///
+/// Implementations are deliberately not synchronised: the caller holds the key's lock
+/// around every call. `cost` is the number of permits a request takes (1 for a plain
+/// request); a cost of 0 always passes and consumes nothing.
+pub trait Algorithm: Send + Sync + 'static {
+    /// What the policy remembers about one key.
+    type State: Clone + Send + 'static;
+
+    /// The registry name, e.g. `"token_bucket"`.
+    fn name(&self) -> &str;
+
+    /// The rule this policy enforces.
+    fn rule(&self) -> &Rule;
+
+    /// The largest cost that can ever pass (the bucket's burst, or the window's quota).
+    /// `remaining` equals this on a fresh state.
+    fn capacity(&self) -> u64;
+
+    /// State for a key seen for the first time at `now`.
+    fn new_state(&self, now: Nanos) -> Self::State;
+
+    /// Checks and consumes `cost` permits in one step; returns whether it passed.
+    /// A denied request leaves the state's future decisions unchanged.
+    fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool;
+
+    /// Permits of cost 1 available at `now`, without consuming any.
+    fn remaining(&self, state: &Self::State, now: Nanos) -> u64;
+
+    /// The least wait after which a request of `cost` passes (zero if it would pass
+    /// now), or `None` if it never can (`cost > capacity`).
+    fn retry_after(&self, state: &Self::State, now: Nanos, cost: u64) -> Option<Nanos>;
+
+    /// The wait until `remaining` is back to `capacity`, if nothing else happens.
+    fn reset_after(&self, state: &Self::State, now: Nanos) -> Nanos;
+
+    /// True when the state is indistinguishable from [`new_state`](Algorithm::new_state)
+    /// at `now`, so the key can be forgotten.
+    fn is_idle(&self, state: &Self::State, now: Nanos) -> bool {
+        self.remaining(state, now) >= self.capacity()
+    }
+}
+
+/// `ceil(a / b)` for `b > 0`, in `u128`.
+fn div_ceil(a: u128, b: u128) -> u128 {
+    a.div_ceil(b)
+}
+
+/// The wait from `now` until the absolute instant `at` (`u128` so that instants past
+/// `u64::MAX` saturate instead of wrapping).
+fn wait_until(at: u128, now: Nanos) -> Nanos {
+    Nanos::saturating_from_u128(at.saturating_sub(u128::from(now.as_u64())))
+}
+
+/// One-line descriptions for `ratesim list`, by registry name.
+pub const DESCRIPTIONS: &[(&str, &str)] = &[
+    (
+        "token_bucket",
+        "Bucket of `burst` tokens refilled at max/window: bursts up to capacity, then a steady rate.",
+    ),
+    (
+        "leaky_bucket",
+        "Leaky bucket as a meter (policer): the token bucket's mirror image, identical decisions.",
+    ),
+    (
+        "fixed_window",
+        "One counter per aligned window: cheapest, but up to 2 x max passes across a boundary.",
+    ),
+    (
+        "sliding_window_log",
+        "Exact: logs each admitted request and counts those in (now - W, now]. Memory O(max).",
+    ),
+    (
+        "sliding_window_counter",
+        "Two counters, previous window weighted by overlap: O(1), approximate (up to 2 x max - 1).",
+    ),
+    (
+        "gcra",
+        "Generic cell rate algorithm: one timestamp per key, same decisions as the leaky bucket.",
+    ),
+];

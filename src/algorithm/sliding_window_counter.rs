@@ -1,0 +1,184 @@
+//! Sliding window counter: two counters, the previous window weighted by overlap.
+
+use super::{Algorithm, wait_until};
+use crate::rule::Rule;
+use crate::time::Nanos;
+
+/// Approximates the sliding log with two counters:
+/// `estimate = prev · (1 − elapsed/W) + count`, and admits when
+/// `estimate + cost ≤ max`. O(1) memory; it assumes the previous window was uniform, so
+/// it errs either way (Cloudflare measured 0.003% of real requests misjudged), and in
+/// the worst case admits `2 · max − 1` in one window length.
+///
+/// Exact arithmetic: multiplying through by `W` gives
+/// `prev · (W − e) + (count + cost) · W ≤ max · W` with `e` the nanoseconds elapsed in
+/// the current window, all in `u128`.
+#[derive(Debug, Clone)]
+pub struct SlidingWindowCounter {
+    rule: Rule,
+}
+
+/// Per-key state of the sliding window counter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterState {
+    /// The latest instant seen; its window (`last / W`) is the current one.
+    last: Nanos,
+    count: u64,
+    prev: u64,
+}
+
+/// The state as seen at some instant: counts rolled into that instant's window.
+#[derive(Debug, Clone, Copy)]
+struct View {
+    window: u64,
+    /// Nanoseconds elapsed in `window`.
+    elapsed: u64,
+    prev: u64,
+    count: u64,
+    now: Nanos,
+}
+
+impl SlidingWindowCounter {
+    /// A sliding window counter for `rule`.
+    pub fn new(rule: Rule) -> SlidingWindowCounter {
+        SlidingWindowCounter { rule }
+    }
+
+    fn w(&self) -> u64 {
+        self.rule.window().as_u64()
+    }
+
+    fn view(&self, s: &CounterState, now: Nanos) -> View {
+        let now = now.max(s.last);
+        let (window, current) = (now.as_u64() / self.w(), s.last.as_u64() / self.w());
+        let (prev, count) = match window - current {
+            0 => (s.prev, s.count),
+            1 => (s.count, 0), // the current window became the previous one
+            _ => (0, 0),       // skipped a whole window: both are stale
+        };
+        View {
+            window,
+            elapsed: now.as_u64() % self.w(),
+            prev,
+            count,
+            now,
+        }
+    }
+
+    /// `prev · (W − e) + count · W`: the estimate scaled by `W`.
+    fn weighted(&self, prev: u64, count: u64, elapsed: u64) -> u128 {
+        let w = u128::from(self.w());
+        (u128::from(prev) * (w - u128::from(elapsed))).saturating_add(u128::from(count) * w)
+    }
+
+    fn fits(&self, v: &View, cost: u64) -> bool {
+        let Some(after) = v.count.checked_add(cost) else {
+            return false;
+        };
+        let limit = u128::from(self.rule.max_requests()) * u128::from(self.w());
+        self.weighted(v.prev, after, v.elapsed) <= limit
+    }
+
+    /// The least elapsed time within a window holding `prev` and `count` at which `cost`
+    /// more fits, if any: `prev · (W − e) ≤ (max − count − cost) · W`.
+    fn earliest_in_window(&self, prev: u64, count: u64, cost: u64) -> Option<u64> {
+        let headroom = self
+            .rule
+            .max_requests()
+            .checked_sub(count)?
+            .checked_sub(cost)?;
+        if prev == 0 {
+            return Some(0);
+        }
+        let w = u128::from(self.w());
+        let shrink = (u128::from(headroom) * w) / u128::from(prev); // W − e must be ≤ this
+        let earliest = w.saturating_sub(shrink);
+        (earliest < w).then_some(earliest as u64)
+    }
+}
+
+impl Algorithm for SlidingWindowCounter {
+    type State = CounterState;
+
+    fn name(&self) -> &str {
+        "sliding_window_counter"
+    }
+
+    fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    fn capacity(&self) -> u64 {
+        self.rule.max_requests()
+    }
+
+    fn new_state(&self, now: Nanos) -> CounterState {
+        CounterState {
+            last: now,
+            count: 0,
+            prev: 0,
+        }
+    }
+
+    fn try_acquire(&self, state: &mut CounterState, now: Nanos, cost: u64) -> bool {
+        let v = self.view(state, now);
+        let allowed = self.fits(&v, cost);
+        *state = CounterState {
+            last: v.now,
+            count: if allowed { v.count + cost } else { v.count },
+            prev: v.prev,
+        };
+        allowed
+    }
+
+    fn remaining(&self, state: &CounterState, now: Nanos) -> u64 {
+        let v = self.view(state, now);
+        let w = u128::from(self.w());
+        let limit = u128::from(self.rule.max_requests()) * w;
+        let left = limit.saturating_sub(self.weighted(v.prev, v.count, v.elapsed));
+        (left / w) as u64
+    }
+
+    fn retry_after(&self, state: &CounterState, now: Nanos, cost: u64) -> Option<Nanos> {
+        if cost > self.rule.max_requests() {
+            return None;
+        }
+        let v = self.view(state, now);
+        if self.fits(&v, cost) {
+            return Some(Nanos::ZERO);
+        }
+        // This window (prev decays), the next (today's count decays), or the one after
+        // (both counts gone, and cost <= max always fits).
+        let current = u128::from(v.window);
+        let candidates = [
+            (current, v.prev, v.count),
+            (current + 1, v.count, 0),
+            (current + 2, 0, 0),
+        ];
+        let w = u128::from(self.w());
+        for (window, prev, count) in candidates {
+            if let Some(e) = self.earliest_in_window(prev, count, cost) {
+                let e = if window == current {
+                    e.max(v.elapsed)
+                } else {
+                    e
+                };
+                return Some(wait_until(window * w + u128::from(e), now));
+            }
+        }
+        Some(Nanos::MAX) // not reached: the third window always fits
+    }
+
+    fn reset_after(&self, state: &CounterState, now: Nanos) -> Nanos {
+        let v = self.view(state, now);
+        let w = u128::from(self.w());
+        let empty_from = if v.count > 0 {
+            2
+        } else if v.prev > 0 {
+            1
+        } else {
+            return Nanos::ZERO;
+        };
+        wait_until((u128::from(v.window) + empty_from) * w, now)
+    }
+}

@@ -1,0 +1,146 @@
+//! Sliding window log: the exact policy, a log of admitted requests.
+
+use std::collections::VecDeque;
+
+use super::{Algorithm, wait_until};
+use crate::rule::Rule;
+use crate::time::Nanos;
+
+/// Exact: remembers each *admitted* request and counts those in `(now − W, now]`; an
+/// entry stops counting exactly `W` after it was admitted.
+///
+/// Only admitted requests are logged (a flood of denials cannot grow it) and requests
+/// admitted at the same instant share one entry, so a key holds at most
+/// `max_requests` entries. Expiry is amortised O(1) per call.
+#[derive(Debug, Clone)]
+pub struct SlidingWindowLog {
+    rule: Rule,
+}
+
+/// Per-key state of the sliding log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogState {
+    /// `(admitted at, cost)`, oldest first, instants strictly increasing.
+    entries: VecDeque<(Nanos, u64)>,
+    /// Sum of the costs in `entries`.
+    total: u64,
+    /// The latest instant seen: a backwards clock is treated as this.
+    last: Nanos,
+}
+
+impl LogState {
+    /// Entries currently held (for memory accounting).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when nothing is logged.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl SlidingWindowLog {
+    /// A sliding log for `rule`.
+    pub fn new(rule: Rule) -> SlidingWindowLog {
+        SlidingWindowLog { rule }
+    }
+
+    /// The instant an entry admitted at `at` stops counting.
+    fn expiry(&self, at: Nanos) -> u128 {
+        u128::from(at.as_u64()) + u128::from(self.rule.window().as_u64())
+    }
+
+    /// The live entries at `now` (expired ones skipped) and their total cost.
+    fn live<'a>(
+        &self,
+        s: &'a LogState,
+        now: Nanos,
+    ) -> (impl Iterator<Item = &'a (Nanos, u64)>, u64) {
+        let now = u128::from(now.max(s.last).as_u64());
+        let expired = s.entries.partition_point(|&(at, _)| self.expiry(at) <= now);
+        let gone: u64 = s.entries.iter().take(expired).map(|&(_, c)| c).sum();
+        (s.entries.iter().skip(expired), s.total - gone)
+    }
+}
+
+impl Algorithm for SlidingWindowLog {
+    type State = LogState;
+
+    fn name(&self) -> &str {
+        "sliding_window_log"
+    }
+
+    fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    fn capacity(&self) -> u64 {
+        self.rule.max_requests()
+    }
+
+    fn new_state(&self, now: Nanos) -> LogState {
+        LogState {
+            entries: VecDeque::new(),
+            total: 0,
+            last: now,
+        }
+    }
+
+    fn try_acquire(&self, state: &mut LogState, now: Nanos, cost: u64) -> bool {
+        let now = now.max(state.last);
+        state.last = now;
+        let cutoff = u128::from(now.as_u64());
+        while let Some(&(at, c)) = state.entries.front() {
+            if self.expiry(at) > cutoff {
+                break;
+            }
+            state.entries.pop_front();
+            state.total -= c;
+        }
+        if cost > self.rule.max_requests() - state.total {
+            return false;
+        }
+        if cost > 0 {
+            match state.entries.back_mut() {
+                Some((at, c)) if *at == now => *c += cost,
+                _ => state.entries.push_back((now, cost)),
+            }
+            state.total += cost;
+        }
+        true
+    }
+
+    fn remaining(&self, state: &LogState, now: Nanos) -> u64 {
+        self.rule.max_requests() - self.live(state, now).1
+    }
+
+    fn retry_after(&self, state: &LogState, now: Nanos, cost: u64) -> Option<Nanos> {
+        let max = self.rule.max_requests();
+        if cost > max {
+            return None;
+        }
+        let (entries, total) = self.live(state, now);
+        if cost <= max - total {
+            return Some(Nanos::ZERO);
+        }
+        // Wait until enough of the oldest entries have expired to make room.
+        let mut must_free = total - (max - cost);
+        for &(at, c) in entries {
+            if c >= must_free {
+                return Some(wait_until(self.expiry(at), now));
+            }
+            must_free -= c;
+        }
+        // Not reached: the live entries hold `total` >= `must_free`. Saying "a long time"
+        // is the safe answer should that invariant ever break.
+        Some(Nanos::MAX)
+    }
+
+    fn reset_after(&self, state: &LogState, now: Nanos) -> Nanos {
+        match self.live(state, now).0.last() {
+            Some(&(at, _)) => wait_until(self.expiry(at), now),
+            None => Nanos::ZERO,
+        }
+    }
+}

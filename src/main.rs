@@ -1,0 +1,7 @@
+//! The `ratesim` binary: parse arguments, run, map errors to exit codes.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

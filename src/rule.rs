@@ -1,0 +1,182 @@
+//! The limit a policy enforces ([`Rule`]) and the answer it gives ([`Decision`]).
+//!
+//! Both are plain values: a `Rule` is validated once, on construction, so no algorithm
+//! ever sees a zero window or a zero capacity. Nothing here reads a clock.
+
+use crate::time::Nanos;
+
+/// "`max_requests` per `window`", plus the bucket capacity `burst`.
+///
+/// For the window algorithms `max_requests` is the quota of each window. For the
+/// buckets (and GCRA) `burst` is the capacity and `max_requests / window` the sustained
+/// refill or leak rate; `burst` defaults to `max_requests`, which is the seed's
+/// behaviour.
+///
+/// ```
+/// use ratesim::{Nanos, Rule};
+/// let rule = Rule::new(5, Nanos::from_secs(10))?.with_burst(8)?;
+/// assert_eq!((rule.max_requests(), rule.burst()), (5, 8));
+/// assert!(Rule::new(0, Nanos::from_secs(1)).is_err());
+/// # Ok::<(), ratesim::RuleError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rule {
+    max_requests: u64,
+    window: Nanos,
+    burst: u64,
+}
+
+/// Why a [`Rule`] could not be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// `max_requests` was 0: nothing could ever pass.
+    #[error("max_requests must be at least 1")]
+    ZeroMaxRequests,
+    /// `window` was 0 ns: the rate would be infinite.
+    #[error("window must be at least 1 ns")]
+    ZeroWindow,
+    /// `burst` was 0: the bucket could never hold a token.
+    #[error("burst must be at least 1")]
+    ZeroBurst,
+}
+
+impl Rule {
+    /// `max_requests` per `window`, with `burst = max_requests`.
+    pub fn new(max_requests: u64, window: Nanos) -> Result<Rule, RuleError> {
+        if max_requests == 0 {
+            return Err(RuleError::ZeroMaxRequests);
+        }
+        if window == Nanos::ZERO {
+            return Err(RuleError::ZeroWindow);
+        }
+        Ok(Rule {
+            max_requests,
+            window,
+            burst: max_requests,
+        })
+    }
+
+    /// The same rule with a bucket capacity of `burst`.
+    pub fn with_burst(self, burst: u64) -> Result<Rule, RuleError> {
+        if burst == 0 {
+            return Err(RuleError::ZeroBurst);
+        }
+        Ok(Rule { burst, ..self })
+    }
+
+    /// Requests allowed per window.
+    pub fn max_requests(&self) -> u64 {
+        self.max_requests
+    }
+
+    /// The window length.
+    pub fn window(&self) -> Nanos {
+        self.window
+    }
+
+    /// The bucket capacity (defaults to `max_requests`).
+    pub fn burst(&self) -> u64 {
+        self.burst
+    }
+
+    /// Requests per second, for display only.
+    pub fn rate_per_sec(&self) -> f64 {
+        self.max_requests as f64 / self.window.as_secs_f64()
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.max_requests, self.window)?;
+        if self.burst != self.max_requests {
+            write!(f, " (burst {})", self.burst)?;
+        }
+        Ok(())
+    }
+}
+
+/// What the HTTP layer needs to answer 200 or 429.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the request was admitted (and its cost consumed).
+    pub allowed: bool,
+    /// Requests of cost 1 that would pass right now, after this one
+    /// (`X-RateLimit-Remaining`).
+    pub remaining: u64,
+    /// The least wait after which this request would pass, if nothing else happens in
+    /// between; zero when allowed (`Retry-After`).
+    pub retry_after: Nanos,
+    /// The wait until the key is back to its full quota.
+    pub reset_after: Nanos,
+}
+
+/// The decision for an endpoint with no rule: always allowed, unlimited remaining.
+pub const UNLIMITED: Decision = Decision {
+    allowed: true,
+    remaining: u64::MAX,
+    retry_after: Nanos::ZERO,
+    reset_after: Nanos::ZERO,
+};
+
+impl Decision {
+    /// `Retry-After` in whole seconds, rounded up: a client that waits this long is
+    /// never early. Zero only when the request was allowed; a denial always says at
+    /// least 1 (a `Retry-After: 0` invites an immediate, wasted retry).
+    pub fn retry_after_secs(&self) -> u64 {
+        if self.allowed {
+            return 0;
+        }
+        ceil_secs(self.retry_after).max(1)
+    }
+
+    /// Seconds until the quota is full again, rounded up.
+    pub fn reset_after_secs(&self) -> u64 {
+        ceil_secs(self.reset_after)
+    }
+}
+
+fn ceil_secs(n: Nanos) -> u64 {
+    n.as_u64().div_ceil(crate::time::NANOS_PER_SEC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_reject_zero_limits_window_and_burst() {
+        assert_eq!(
+            Rule::new(0, Nanos::from_secs(1)),
+            Err(RuleError::ZeroMaxRequests)
+        );
+        assert_eq!(Rule::new(1, Nanos::ZERO), Err(RuleError::ZeroWindow));
+        let rule = Rule::new(1, Nanos::new(1)).unwrap();
+        assert_eq!(rule.with_burst(0), Err(RuleError::ZeroBurst));
+        assert_eq!(rule.burst(), 1, "burst defaults to max_requests");
+    }
+
+    #[test]
+    fn huge_rules_are_representable() {
+        let rule = Rule::new(u64::MAX, Nanos::MAX)
+            .unwrap()
+            .with_burst(u64::MAX)
+            .unwrap();
+        assert_eq!(rule.max_requests(), u64::MAX);
+        assert!(rule.rate_per_sec() > 0.0);
+    }
+
+    #[test]
+    fn retry_after_header_rounds_up_and_is_never_zero_on_denial() {
+        let denied = |ns| Decision {
+            allowed: false,
+            remaining: 0,
+            retry_after: Nanos::new(ns),
+            reset_after: Nanos::new(ns),
+        };
+        assert_eq!(denied(1).retry_after_secs(), 1);
+        assert_eq!(denied(1_000_000_000).retry_after_secs(), 1);
+        assert_eq!(denied(1_000_000_001).retry_after_secs(), 2);
+        assert_eq!(denied(0).retry_after_secs(), 1);
+        assert_eq!(UNLIMITED.retry_after_secs(), 0);
+    }
+}
