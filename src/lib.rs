@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod algorithm;
+pub mod composite;
 pub mod demo;
 pub mod limiter;
 pub mod middleware;
@@ -50,8 +51,9 @@ pub use algorithm::{
     Algorithm, BoxedAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingWindowCounter,
     SlidingWindowLog, TokenBucket,
 };
+pub use composite::{Composite, CompositeDecision, EmptyComposite};
 pub use limiter::{InsufficientCapacity, RateLimiter};
-pub use middleware::{EndpointRule, Middleware};
+pub use middleware::{EndpointRule, HttpDecision, Middleware, RulesError};
 pub use registry::{Registry, UnknownAlgorithm};
 pub use rule::{Decision, Rule, RuleError, UNLIMITED};
 pub use time::{Clock, FakeClock, MonotonicClock, Nanos, ParseTimeError};

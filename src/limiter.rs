@@ -67,6 +67,10 @@ pub struct RateLimiter<A: Algorithm, K = String, C = MonotonicClock> {
     clock: C,
     hasher: RandomState,
     shards: Box<[Shard<K, A::State>]>,
+    /// Model-checking only: a deliberately broken limiter that ignores the `evicted`
+    /// flag, so the loom suite can prove it catches the lost-consumption race.
+    #[cfg(loom)]
+    ignore_evicted: bool,
 }
 
 impl<A: Algorithm, K: Hash + Eq> RateLimiter<A, K, MonotonicClock> {
@@ -85,6 +89,19 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
             clock,
             hasher: RandomState::new(),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            #[cfg(loom)]
+            ignore_evicted: false,
+        }
+    }
+
+    /// A deliberately broken limiter without the `evicted` re-check, for the loom
+    /// suite's proof that its models can fail. Exists only under `cfg(loom)`.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn broken_without_evicted_check(algorithm: A, clock: C) -> Self {
+        RateLimiter {
+            ignore_evicted: true,
+            ..RateLimiter::with_clock(algorithm, clock)
         }
     }
 
@@ -203,36 +220,62 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         &self.shards[index]
     }
 
-    /// The whole request path. `between_lookup_and_lock` runs where a concurrent
-    /// `evict_idle` could strike; it is empty except in the test that forces that race.
-    fn decide<Q>(&self, key: &Q, cost: u64, mut between_lookup_and_lock: impl FnMut()) -> Decision
+    /// Runs `f` on `key`'s state under the key's lock, with the clock read under that
+    /// lock: the building block for decisions other than a plain acquire (a composite
+    /// limit uses it to check and consume several rules atomically). `f` may run more
+    /// than once if the entry is evicted concurrently; only the last run's effect stays.
+    pub fn with_state<Q, R>(&self, key: &Q, f: impl FnMut(&A, &mut A::State, Nanos) -> R) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let algo = &self.algorithm;
+        self.with_state_hooked(key, f, || {})
+    }
+
+    /// The whole request path. `between_lookup_and_lock` runs where a concurrent
+    /// `evict_idle` could strike; it is empty except in the test that forces that race.
+    fn with_state_hooked<Q, R>(
+        &self,
+        key: &Q,
+        mut f: impl FnMut(&A, &mut A::State, Nanos) -> R,
+        mut between_lookup_and_lock: impl FnMut(),
+    ) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         loop {
             let entry = self.entry(key);
             between_lookup_and_lock();
             let mut slot = lock(&entry);
-            if slot.evicted {
+            if slot.evicted && self.honours_eviction() {
                 continue; // lost a race with evict_idle or reset: use the fresh entry
             }
             let now = self.clock.now(); // under the key lock: per-key time is monotonic
-            let allowed = algo.try_acquire(&mut slot.state, now, cost);
+            return f(&self.algorithm, &mut slot.state, now);
+        }
+    }
+
+    fn decide<Q>(&self, key: &Q, cost: u64, between_lookup_and_lock: impl FnMut()) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let acquire = |algo: &A, state: &mut A::State, now: Nanos| {
+            let allowed = algo.try_acquire(state, now, cost);
             let retry_after = if allowed {
                 Nanos::ZERO
             } else {
-                algo.retry_after(&slot.state, now, cost)
-                    .unwrap_or(Nanos::MAX)
+                algo.retry_after(state, now, cost).unwrap_or(Nanos::MAX)
             };
-            return Decision {
+            Decision {
                 allowed,
-                remaining: algo.remaining(&slot.state, now),
+                remaining: algo.remaining(state, now),
                 retry_after,
-                reset_after: algo.reset_after(&slot.state, now),
-            };
-        }
+                reset_after: algo.reset_after(state, now),
+            }
+        };
+        self.with_state_hooked(key, acquire, between_lookup_and_lock)
     }
 
     /// The entry for `key`, created fresh if absent. Holds the shard lock only for the
@@ -253,6 +296,14 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         let entry = Arc::new(Mutex::new(slot));
         map.insert(key.to_owned(), entry.clone());
         entry
+    }
+
+    /// Always true, except in the deliberately broken model-checking variant.
+    fn honours_eviction(&self) -> bool {
+        #[cfg(loom)]
+        return !self.ignore_evicted;
+        #[cfg(not(loom))]
+        true
     }
 
     fn status(&self, state: &A::State, now: Nanos) -> Decision {

@@ -5,13 +5,16 @@
 //! one pointer swap, so a request sees either the old rules or the new ones, never a mix.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
+
+use serde::Deserialize;
 
 use crate::algorithm::BoxedAlgorithm;
 use crate::limiter::RateLimiter;
 use crate::registry::{Registry, UnknownAlgorithm};
 use crate::rule::{Decision, Rule, UNLIMITED};
-use crate::time::{Clock, MonotonicClock};
+use crate::time::{Clock, MonotonicClock, Nanos};
 
 /// One endpoint's limit: a rule and the name of the algorithm that enforces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +23,93 @@ pub struct EndpointRule {
     pub rule: Rule,
     /// A registry name, e.g. `"sliding_window_log"`.
     pub algorithm: String,
+}
+
+/// A decision with the HTTP response header fields that go with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpDecision {
+    /// The decision itself.
+    pub decision: Decision,
+    /// `RateLimit-Policy` and `RateLimit` (IETF draft) on every limited endpoint, plus
+    /// `Retry-After` (whole seconds, rounded up) on a denial. Empty when unlimited.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl HttpDecision {
+    /// The HTTP status: 200 or 429.
+    pub fn status(&self) -> u16 {
+        if self.decision.allowed { 200 } else { 429 }
+    }
+}
+
+/// Why a rules file could not be loaded. The running rules stay as they were.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or not the expected fields (the message gives line and column).
+    #[error("{origin}: {message}")]
+    Parse {
+        /// The file, or `<string>`.
+        origin: String,
+        /// What was expected, with the position.
+        message: String,
+    },
+    /// An algorithm name the registry does not know.
+    #[error("{origin}: endpoint `{endpoint}`: {source}")]
+    Algorithm {
+        /// The file, or `<string>`.
+        origin: String,
+        /// The endpoint whose rule names it.
+        endpoint: String,
+        /// The registry's error, listing the known names.
+        source: UnknownAlgorithm,
+    },
+}
+
+/// The rules file: a list of `[[endpoint]]` tables.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default)]
+    endpoint: Vec<EndpointSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointSpec {
+    path: String,
+    algorithm: String,
+    max_requests: u64,
+    window: String,
+    burst: Option<u64>,
+}
+
+impl EndpointSpec {
+    fn into_rule(self) -> Result<(String, EndpointRule), String> {
+        let window = Nanos::parse_duration(&self.window)
+            .map_err(|e| format!("endpoint `{}`: window: {e}", self.path))?;
+        let mut rule = Rule::new(self.max_requests, window)
+            .map_err(|e| format!("endpoint `{}`: {e}", self.path))?;
+        if let Some(burst) = self.burst {
+            rule = rule
+                .with_burst(burst)
+                .map_err(|e| format!("endpoint `{}`: {e}", self.path))?;
+        }
+        Ok((
+            self.path,
+            EndpointRule {
+                rule,
+                algorithm: self.algorithm,
+            },
+        ))
+    }
 }
 
 struct Limit<C> {
@@ -125,6 +215,99 @@ impl<C: Clock + Clone> Middleware<C> {
         }
         self.swap(next);
         Ok(())
+    }
+
+    /// Replaces every rule with those in a TOML file (see [`Middleware::reload_str`]).
+    pub fn reload_file(&self, path: &Path) -> Result<(), RulesError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.reload_str(&text, &path.display().to_string())
+    }
+
+    /// Replaces every rule with those in `text`, a TOML list of endpoints, atomically
+    /// and with [`replace_rules`](Middleware::replace_rules)' state-keeping semantics.
+    /// On any error nothing changes.
+    ///
+    /// ```
+    /// # use ratesim::{FakeClock, Middleware};
+    /// let mw = Middleware::with_clock(FakeClock::default());
+    /// mw.reload_str(r#"
+    ///     [[endpoint]]
+    ///     path = "/login"
+    ///     algorithm = "sliding_window_log"
+    ///     max_requests = 3
+    ///     window = "60s"
+    /// "#, "rules.toml")?;
+    /// assert_eq!(mw.rule("/login").unwrap().rule.max_requests(), 3);
+    /// # Ok::<(), ratesim::middleware::RulesError>(())
+    /// ```
+    pub fn reload_str(&self, text: &str, origin: &str) -> Result<(), RulesError> {
+        let parse_error = |message: String| RulesError::Parse {
+            origin: origin.to_string(),
+            message,
+        };
+        let file: RulesFile =
+            toml::from_str(text).map_err(|e| parse_error(e.to_string().trim_end().to_string()))?;
+        let mut rules: Vec<(String, EndpointRule)> = Vec::with_capacity(file.endpoint.len());
+        for spec in file.endpoint {
+            let (endpoint, rule) = spec.into_rule().map_err(parse_error)?;
+            if rules.iter().any(|(e, _)| *e == endpoint) {
+                return Err(parse_error(format!(
+                    "endpoint `{endpoint}` is listed twice"
+                )));
+            }
+            rules.push((endpoint, rule));
+        }
+        let endpoints: Vec<(&str, EndpointRule)> =
+            rules.iter().map(|(e, r)| (e.as_str(), r.clone())).collect();
+        self.replace_rules(endpoints)
+            .map_err(|source| RulesError::Algorithm {
+                origin: origin.to_string(),
+                endpoint: rules
+                    .iter()
+                    .find(|(_, r)| r.algorithm == source.name)
+                    .map(|(e, _)| e.clone())
+                    .unwrap_or_default(),
+                source,
+            })
+    }
+
+    /// Every endpoint and its rule, from one consistent view of the rule set.
+    pub fn rules(&self) -> Vec<(String, EndpointRule)> {
+        let mut all: Vec<_> = self
+            .current()
+            .iter()
+            .map(|(e, l)| (e.clone(), l.spec.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// The decision for one request, with its HTTP header fields.
+    pub fn check_with_headers(&self, endpoint: &str, client_id: &str) -> HttpDecision {
+        let rules = self.current();
+        let Some(limit) = rules.get(endpoint) else {
+            return HttpDecision {
+                decision: UNLIMITED,
+                headers: Vec::new(),
+            };
+        };
+        let decision = limit
+            .limiter
+            .try_acquire(format!("{endpoint}:{client_id}").as_str());
+        let mut headers = vec![
+            (
+                "RateLimit-Policy",
+                limit.spec.rule.ratelimit_policy(endpoint),
+            ),
+            ("RateLimit", decision.ratelimit(endpoint)),
+        ];
+        if !decision.allowed {
+            headers.push(("Retry-After", decision.retry_after_secs().to_string()));
+        }
+        HttpDecision { decision, headers }
     }
 
     /// The decision for one request by `client_id` on `endpoint`.

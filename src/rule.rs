@@ -85,6 +85,27 @@ impl Rule {
     }
 }
 
+impl Rule {
+    /// This rule as an item of the IETF `RateLimit-Policy` field
+    /// (draft-ietf-httpapi-ratelimit-headers): `"name";q=<max_requests>;w=<window s>`.
+    /// The window is rounded up to whole seconds, as the field requires an integer.
+    ///
+    /// ```
+    /// # use ratesim::{Nanos, Rule};
+    /// let rule = Rule::new(100, Nanos::from_secs(60))?;
+    /// assert_eq!(rule.ratelimit_policy("per-minute"), r#""per-minute";q=100;w=60"#);
+    /// # Ok::<(), ratesim::RuleError>(())
+    /// ```
+    pub fn ratelimit_policy(&self, name: &str) -> String {
+        format!(
+            "{};q={};w={}",
+            sf_string(name),
+            self.max_requests,
+            ceil_secs(self.window).max(1)
+        )
+    }
+}
+
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.max_requests, self.window)?;
@@ -133,6 +154,43 @@ impl Decision {
     pub fn reset_after_secs(&self) -> u64 {
         ceil_secs(self.reset_after)
     }
+
+    /// This decision as an item of the IETF `RateLimit` field for the policy `name`:
+    /// `"name";r=<remaining>;t=<seconds until the quota is full again>`.
+    ///
+    /// ```
+    /// # use ratesim::{Decision, Nanos};
+    /// let d = Decision { allowed: true, remaining: 4, retry_after: Nanos::ZERO, reset_after: Nanos::from_millis(2_500) };
+    /// assert_eq!(d.ratelimit("default"), r#""default";r=4;t=3"#);
+    /// ```
+    pub fn ratelimit(&self, name: &str) -> String {
+        format!(
+            "{};r={};t={}",
+            sf_string(name),
+            self.remaining,
+            self.reset_after_secs()
+        )
+    }
+}
+
+/// `text` as a structured-field String (RFC 8941 §3.3.3): quoted, with `"` and `\`
+/// escaped and anything outside printable ASCII replaced, since the format allows
+/// nothing else.
+fn sf_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' '..='~' => out.push(c),
+            _ => out.push('?'),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn ceil_secs(n: Nanos) -> u64 {
@@ -163,6 +221,13 @@ mod tests {
             .unwrap();
         assert_eq!(rule.max_requests(), u64::MAX);
         assert!(rule.rate_per_sec() > 0.0);
+    }
+
+    #[test]
+    fn header_names_are_escaped_as_structured_field_strings() {
+        let rule = Rule::new(3, Nanos::new(1)).unwrap();
+        assert_eq!(rule.ratelimit_policy(r#"a"b\c"#), r#""a\"b\\c";q=3;w=1"#);
+        assert_eq!(rule.ratelimit_policy("é"), r#""?";q=3;w=1"#);
     }
 
     #[test]

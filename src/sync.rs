@@ -2,9 +2,11 @@
 //! `loom::sync` under `cfg(loom)`, so the real limiter code is what loom model-checks.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard, TryLockError};
+pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+// loom's `try_lock` reports std's error type.
+pub(crate) use std::sync::TryLockError;
 
 /// Locks `mutex`, ignoring poisoning: the guarded data is plain integers that a
 /// panicking holder cannot leave half-updated in any way that matters more than

@@ -6,8 +6,8 @@
 //! instant.
 
 use ratesim::{
-    Algorithm, FixedWindow, Gcra, LeakyBucket, Nanos, Rule, SlidingWindowCounter, SlidingWindowLog,
-    TokenBucket,
+    Algorithm, BoxedAlgorithm, Composite, FixedWindow, Gcra, LeakyBucket, Nanos, Rule,
+    SlidingWindowCounter, SlidingWindowLog, TokenBucket,
 };
 
 /// splitmix64: a tiny, dependency-free PRNG so every failure is reproducible by seed.
@@ -315,6 +315,22 @@ conformance! {
     sliding_window_log => SlidingWindowLog::new,
     sliding_window_counter => SlidingWindowCounter::new,
     gcra => Gcra::new,
+    composite => composite_of,
+}
+
+/// A composite of two differently shaped rules: the rule itself by token bucket, and
+/// twice the quota over three windows by sliding log.
+fn composite_of(rule: Rule) -> Composite<BoxedAlgorithm> {
+    let wide = Rule::new(
+        rule.max_requests() * 2,
+        Nanos::new(rule.window().as_u64() * 3),
+    )
+    .unwrap();
+    let parts = vec![
+        BoxedAlgorithm::new(TokenBucket::new(rule)),
+        BoxedAlgorithm::new(SlidingWindowLog::new(wide)),
+    ];
+    Composite::new(parts).unwrap()
 }
 
 /// Token bucket and leaky bucket are mirror images (water = capacity − tokens), and GCRA

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 
 use ratesim::{
-    BoxedAlgorithm, EndpointRule, FakeClock, InsufficientCapacity, Middleware, Nanos, RateLimiter,
-    Registry, Rule,
+    BoxedAlgorithm, Composite, EndpointRule, FakeClock, InsufficientCapacity, Middleware, Nanos,
+    RateLimiter, Registry, Rule,
 };
 
 fn every_algorithm() -> Vec<String> {
@@ -293,6 +293,219 @@ fn middleware_serves_checks_while_rules_are_reloaded() {
                     let d = mw.check("/a", &c);
                     assert!(d.allowed);
                     assert!(d.remaining == 9 || d.remaining == 19, "{d:?}");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_composite_limit_consumes_nothing_when_any_rule_denies() {
+    let registry = Registry::default();
+    let clock = FakeClock::default();
+    let per_sec = registry
+        .create("fixed_window", Rule::new(3, Nanos::from_secs(1)).unwrap())
+        .unwrap();
+    let per_min = registry
+        .create(
+            "sliding_window_log",
+            Rule::new(5, Nanos::from_secs(60)).unwrap(),
+        )
+        .unwrap();
+    let l = RateLimiter::with_clock(
+        Composite::new(vec![per_sec, per_min]).unwrap(),
+        clock.clone(),
+    );
+    let admitted: Vec<bool> = (0..4)
+        .map(|_| l.try_acquire_all("k", 1).decision.allowed)
+        .collect();
+    assert_eq!(admitted, [true, true, true, false]);
+    let d = l.try_acquire_all("k", 1);
+    assert_eq!(d.denied_by, Some(0), "the per-second rule denied");
+    assert_eq!(d.decision.retry_after, Nanos::from_secs(1));
+    assert_eq!(
+        d.per_rule[1].remaining, 2,
+        "the per-minute rule lost nothing to the denials"
+    );
+    clock.set(Nanos::from_secs(1));
+    assert!(l.try_acquire_all("k", 1).decision.allowed);
+    assert!(l.try_acquire_all("k", 1).decision.allowed);
+    let d = l.try_acquire_all("k", 1);
+    assert_eq!(d.denied_by, Some(1), "now the per-minute rule binds");
+    assert_eq!(d.decision.retry_after, Nanos::from_secs(59));
+    assert_eq!(
+        d.per_rule[0].remaining, 1,
+        "the per-second rule lost nothing either"
+    );
+}
+
+#[test]
+fn sixteen_threads_on_a_composite_limit_never_over_admit_any_rule() {
+    // Three phases one second apart: the per-second rule (40) binds in the first two,
+    // the per-hour rule (100) in the third. Any torn check-then-consume would show up
+    // as more than 40 in a phase or more than 100 in total.
+    let registry = Registry::default();
+    let clock = FakeClock::default();
+    let per_sec = registry
+        .create("token_bucket", Rule::new(40, Nanos::from_secs(1)).unwrap())
+        .unwrap();
+    let per_hour = registry
+        .create(
+            "fixed_window",
+            Rule::new(100, Nanos::from_secs(3_600)).unwrap(),
+        )
+        .unwrap();
+    let l = RateLimiter::with_clock(
+        Composite::new(vec![per_sec, per_hour]).unwrap(),
+        clock.clone(),
+    );
+    let mut per_phase = Vec::new();
+    for phase in 0..3 {
+        clock.set(Nanos::from_secs(phase));
+        let admitted = AtomicU64::new(0);
+        thread::scope(|s| {
+            for _ in 0..16 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        if l.try_acquire_all("k", 1).decision.allowed {
+                            admitted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        per_phase.push(admitted.into_inner());
+    }
+    assert_eq!(per_phase, [40, 40, 20]);
+}
+
+#[test]
+fn the_middleware_returns_ietf_ratelimit_headers_and_retry_after_on_denial() {
+    let mw = Middleware::with_clock(FakeClock::default());
+    mw.add_rule(
+        "/login",
+        Rule::new(2, Nanos::from_secs(60)).unwrap(),
+        "sliding_window_log",
+    )
+    .unwrap();
+    let first = mw.check_with_headers("/login", "alice");
+    assert_eq!(first.status(), 200);
+    assert_eq!(
+        first.headers,
+        [
+            ("RateLimit-Policy", r#""/login";q=2;w=60"#.to_string()),
+            ("RateLimit", r#""/login";r=1;t=60"#.to_string()),
+        ]
+    );
+    mw.check_with_headers("/login", "alice");
+    let denied = mw.check_with_headers("/login", "alice");
+    assert_eq!(denied.status(), 429);
+    assert_eq!(denied.headers[1].1, r#""/login";r=0;t=60"#);
+    assert_eq!(denied.headers[2], ("Retry-After", "60".to_string()));
+    let free = mw.check_with_headers("/search", "alice");
+    assert!(free.decision.allowed && free.headers.is_empty());
+}
+
+const RULES_V1: &str = r#"
+[[endpoint]]
+path = "/a"
+algorithm = "fixed_window"
+max_requests = 10
+window = "60s"
+
+[[endpoint]]
+path = "/b"
+algorithm = "fixed_window"
+max_requests = 10
+window = "60s"
+"#;
+
+#[test]
+fn rules_reload_from_toml_and_bad_files_change_nothing() {
+    let mw = Middleware::with_clock(FakeClock::default());
+    mw.reload_str(RULES_V1, "v1.toml").unwrap();
+    assert_eq!(mw.rules().len(), 2);
+    let cases = [
+        ("[[endpoint]]\npath = \"/a\"\n", "missing field"),
+        (
+            "[[endpoint]]\npath = \"/a\"\nalgorithm = \"fixed_window\"\nmax_requests = 0\nwindow = \"1s\"\n",
+            "max_requests must be at least 1",
+        ),
+        (
+            "[[endpoint]]\npath = \"/a\"\nalgorithm = \"nope\"\nmax_requests = 1\nwindow = \"1s\"\n",
+            "endpoint `/a`: unknown algorithm `nope`",
+        ),
+        (
+            "[[endpoint]]\npath = \"/a\"\nalgorithm = \"gcra\"\nmax_requests = 1\nwindow = \"1 fortnight\"\n",
+            "window",
+        ),
+        (
+            "[[endpoint]]\npath = \"/a\"\nalgorithm = \"gcra\"\nmax_requests = 1\nwindow = \"1s\"\ncolour = 3\n",
+            "unknown field",
+        ),
+        ("[[endpoint]\n", "line 1"),
+    ];
+    for (text, expected) in cases {
+        let err = mw.reload_str(text, "bad.toml").unwrap_err().to_string();
+        assert!(
+            err.starts_with("bad.toml: ") && err.contains(expected),
+            "{err}"
+        );
+        assert_eq!(
+            mw.rules().len(),
+            2,
+            "a bad file must leave the rules alone: {err}"
+        );
+    }
+    let twice = format!(
+        "{RULES_V1}\n[[endpoint]]\npath = \"/a\"\nalgorithm = \"gcra\"\nmax_requests = 1\nwindow = \"1s\"\n"
+    );
+    assert!(
+        mw.reload_str(&twice, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("listed twice")
+    );
+}
+
+#[test]
+fn hot_reloads_while_threads_check_never_show_a_torn_rule_set() {
+    // Version 1 limits /a and /b to 10; version 2 limits /a and /b to 20 and adds /c.
+    // Every snapshot a reader takes must be wholly one version.
+    let rules_v2 = RULES_V1.replace("= 10", "= 20")
+        + "\n[[endpoint]]\npath = \"/c\"\nalgorithm = \"gcra\"\nmax_requests = 1\nwindow = \"1s\"\n";
+    let mw = Middleware::with_clock(FakeClock::default());
+    mw.reload_str(RULES_V1, "v1").unwrap();
+    let client = AtomicU64::new(0);
+    thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..300 {
+                let text = if i % 2 == 0 {
+                    rules_v2.as_str()
+                } else {
+                    RULES_V1
+                };
+                mw.reload_str(text, "reload").unwrap();
+            }
+        });
+        for _ in 0..2 {
+            s.spawn(|| {
+                for _ in 0..1_000 {
+                    let snapshot = mw.rules();
+                    let quotas: Vec<u64> = snapshot
+                        .iter()
+                        .map(|(_, r)| r.rule.max_requests())
+                        .collect();
+                    assert!(
+                        quotas == [10, 10] || quotas == [20, 20, 1],
+                        "torn view: {snapshot:?}"
+                    );
+                    let c = client.fetch_add(1, Ordering::Relaxed).to_string();
+                    let d = mw.check("/a", &c);
+                    assert!(
+                        d.allowed && (d.remaining == 9 || d.remaining == 19),
+                        "{d:?}"
+                    );
                 }
             });
         }

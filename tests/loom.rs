@@ -1,0 +1,89 @@
+//! loom model checks of the keyed limiter's synchronisation: the real `RateLimiter`
+//! code, compiled against `loom::sync` through `src/sync.rs`.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --test loom`
+//! (`.ci/run` does). Without `--cfg loom` this file is empty.
+#![cfg(loom)]
+
+use loom::thread;
+use ratesim::{FakeClock, FixedWindow, Nanos, RateLimiter, Rule};
+
+type Limiter = RateLimiter<FixedWindow, String, FakeClock>;
+
+fn quota(max: u64) -> FixedWindow {
+    FixedWindow::new(Rule::new(max, Nanos::from_secs(10)).unwrap())
+}
+
+fn limiter(max: u64) -> Limiter {
+    // The clock is frozen: nothing refills while the threads race.
+    RateLimiter::with_clock(quota(max), FakeClock::default())
+}
+
+#[test]
+fn two_threads_racing_for_the_last_permit_exactly_one_wins() {
+    loom::model(|| {
+        let l = loom::sync::Arc::new(limiter(1));
+        let other = l.clone();
+        let t = thread::spawn(move || other.allow("k"));
+        let mine = l.allow("k");
+        let theirs = t.join().unwrap();
+        assert!(
+            mine ^ theirs,
+            "exactly one of two requests may pass (mine {mine}, theirs {theirs})"
+        );
+        assert_eq!(l.len(), 1);
+    });
+}
+
+/// Request A and the janitor race on a fresh (idle) key; a third request follows.
+/// Eviction may happen before or after A, but A's permit must never be lost, so exactly
+/// one of A and the follow-up passes.
+fn acquire_racing_evict_idle(make: fn() -> Limiter) {
+    loom::model(move || {
+        let l = loom::sync::Arc::new(make());
+        let janitor = l.clone();
+        let t = thread::spawn(move || janitor.evict_idle());
+        let a = l.allow("k");
+        t.join().unwrap();
+        let follow_up = l.allow("k");
+        assert!(a, "A had a full quota");
+        assert!(
+            !follow_up,
+            "eviction raced A's request and granted a free permit"
+        );
+    });
+}
+
+#[test]
+fn an_acquire_racing_evict_idle_never_grants_a_free_request() {
+    acquire_racing_evict_idle(|| limiter(1));
+}
+
+#[test]
+#[should_panic(expected = "granted a free permit")]
+fn the_model_catches_a_limiter_without_the_evicted_recheck() {
+    acquire_racing_evict_idle(|| {
+        RateLimiter::broken_without_evicted_check(quota(1), FakeClock::default())
+    });
+}
+
+#[test]
+fn an_acquire_racing_reset_is_either_before_it_or_after_it() {
+    loom::model(|| {
+        let l = loom::sync::Arc::new(limiter(2));
+        assert!(l.allow("k"));
+        let resetter = l.clone();
+        let t = thread::spawn(move || resetter.reset("k"));
+        let a = l.try_acquire("k");
+        t.join().unwrap();
+        let after = l.peek("k").remaining;
+        // Before the reset: A takes the last permit, then the key is forgiven (2 left).
+        // After it: A takes one from a fresh quota (1 left).
+        assert!(a.allowed);
+        assert!(
+            (a.remaining, after) == (0, 2) || (a.remaining, after) == (1, 1),
+            "not linearisable: A saw {} left, afterwards {after} left",
+            a.remaining
+        );
+    });
+}
