@@ -1,31 +1,45 @@
 //! The keyed, thread-safe [`RateLimiter`]: owns the key → state map, the locking, the
 //! clock and idle-key eviction. The algorithm it drives stays pure math.
 //!
-//! ## Locking protocol (the seed's, with the map sharded)
-//! - A *shard lock* guards one part of the key → entry map and is held for a lookup or
-//!   insert only. Keys hash to shards, so requests for different keys rarely contend.
-//! - Each key has its own *entry lock*, held around the whole check-and-consume, so
-//!   "is there a permit? take it" is atomic per key. The clock is read under it, so a
-//!   key's instants never go backwards between two callers.
-//! - [`RateLimiter::evict_idle`] and [`RateLimiter::reset`] mark the entries they remove
-//!   `evicted`. A request that looked an entry up before its removal sees the flag under
-//!   the entry lock and retries on the fresh entry, so eviction never grants a free
-//!   request.
-//! - Lock order is shard → entry. The request path never holds both; eviction holds the
-//!   shard lock and only *try*-locks entries, so nothing can deadlock.
+//! ## Locking protocol: lock striping
+//! The key → state map is split into shards by a hash of the key; each shard is one
+//! hash table behind one mutex, and a key's state lives *inside* its shard's table.
+//! - A request hashes its key once, locks that key's shard, reads the clock, looks the
+//!   state up (or inserts a fresh one) and checks-and-consumes — all in one critical
+//!   section. So "is there a permit? take it" is atomic per key, a key's instants never
+//!   go backwards between two callers, and the seed's lookup-then-lock race with
+//!   eviction cannot happen: there is no moment between finding a state and using it.
+//! - Keys in different shards never contend. Two keys in the same shard serialise for
+//!   the few nanoseconds of integer math a decision takes; with more shards than cores
+//!   that is rare, and it buys a design with no per-key allocation, no reference
+//!   counting and one lock per request instead of two (see the performance notes in
+//!   the README).
+//! - [`RateLimiter::evict_idle`] and [`RateLimiter::reset`] take the same shard locks,
+//!   one shard at a time, so they never hold two locks and cannot deadlock.
+//!
+//! The seed's design (a map lock for get-or-create plus a lock per key, with an
+//! `evicted` flag to catch a request that raced the janitor) gives the same guarantees
+//! with more moving parts; the loom models in `tests/loom.rs` check this one, including
+//! a broken variant that splits the critical section.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, RandomState};
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::HashTable;
 
 use crate::algorithm::Algorithm;
 use crate::rule::Decision;
-use crate::sync::{Arc, Mutex, TryLockError, lock};
+use crate::sync::{Mutex, lock};
 use crate::time::{Clock, MonotonicClock, Nanos};
 
 /// More shards than cores so two threads rarely meet on one. Under loom two shards
 /// keep the model's state space small while still exercising the shard lock.
 const SHARDS: usize = if cfg!(loom) { 2 } else { 64 };
+
+/// Keys are hashed with foldhash, seeded randomly per limiter: several times faster
+/// than SipHash on short keys, and the per-instance seed keeps a client from choosing
+/// keys that all collide.
+type KeyHasher = foldhash::fast::RandomState;
 
 /// A request whose cost exceeds the capacity: it can never pass, however long it waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -37,16 +51,12 @@ pub struct InsufficientCapacity {
     pub capacity: u64,
 }
 
-struct Slot<S> {
-    state: S,
-    /// Set when the entry left the map; a holder of a stale handle must retry.
-    evicted: bool,
-}
+/// One shard: a hash table of `(key, state)`, padded to its own cache line so two
+/// shards' locks never share one.
+#[repr(align(64))]
+struct Shard<K, S>(Mutex<HashTable<(K, S)>>);
 
-type Entry<S> = Arc<Mutex<Slot<S>>>;
-type Shard<K, S> = Mutex<HashMap<K, Entry<S>>>;
-
-/// Applies one [`Algorithm`] to many keys, with per-key locking.
+/// Applies one [`Algorithm`] to many keys, with per-shard locking.
 ///
 /// ```
 /// use ratesim::{FakeClock, Nanos, RateLimiter, Rule, TokenBucket};
@@ -66,12 +76,13 @@ type Shard<K, S> = Mutex<HashMap<K, Entry<S>>>;
 pub struct RateLimiter<A: Algorithm, K = String, C = MonotonicClock> {
     algorithm: A,
     clock: C,
-    hasher: RandomState,
+    hasher: KeyHasher,
     shards: Box<[Shard<K, A::State>]>,
-    /// Model-checking only: a deliberately broken limiter that ignores the `evicted`
-    /// flag, so the loom suite can prove it catches the lost-consumption race.
+    /// Model-checking only: a deliberately broken limiter that releases the shard lock
+    /// between reading a state and writing it back, so the loom suite can prove it
+    /// catches a non-atomic check-and-consume.
     #[cfg(loom)]
-    ignore_evicted: bool,
+    split_critical_section: bool,
 }
 
 impl<A: Algorithm, K: Hash + Eq> RateLimiter<A, K, MonotonicClock> {
@@ -88,20 +99,25 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         RateLimiter {
             algorithm,
             clock,
-            hasher: RandomState::new(),
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: KeyHasher::default(),
+            shards: (0..SHARDS)
+                .map(|_| Shard(Mutex::new(HashTable::new())))
+                .collect(),
             #[cfg(loom)]
-            ignore_evicted: false,
+            split_critical_section: false,
         }
     }
 
-    /// A deliberately broken limiter without the `evicted` re-check, for the loom
-    /// suite's proof that its models can fail. Exists only under `cfg(loom)`.
+    /// A deliberately broken limiter whose check-and-consume is not atomic, for the
+    /// loom suite's proof that its models can fail. Exists only under `cfg(loom)`.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn broken_without_evicted_check(algorithm: A, clock: C) -> Self {
+    pub fn broken_with_split_critical_section(algorithm: A, clock: C) -> Self
+    where
+        A::State: Clone,
+    {
         RateLimiter {
-            ignore_evicted: true,
+            split_critical_section: true,
             ..RateLimiter::with_clock(algorithm, clock)
         }
     }
@@ -158,17 +174,30 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        loop {
-            let entry = lock(self.shard(key)).get(key).cloned();
-            let Some(entry) = entry else {
-                let now = self.clock.now();
-                return self.status(&self.algorithm.new_state(now), now);
-            };
-            let slot = lock(&entry);
-            if !slot.evicted {
-                return self.status(&slot.state, self.clock.now());
-            }
+        let hash = self.hasher.hash_one(key);
+        let table = lock(self.shard(hash));
+        let now = self.clock.now();
+        match table.find(hash, |(k, _)| k.borrow() == key) {
+            Some((_, state)) => self.status(state, now),
+            None => self.status(&self.algorithm.new_state(now), now),
         }
+    }
+
+    /// A copy of `key`'s current state, or `None` if the key is not held.
+    ///
+    /// For simulators and diagnostics: probing the copy (calling the algorithm on it at
+    /// later instants) answers "when would this request really pass?" without touching
+    /// the live state.
+    pub fn snapshot<Q>(&self, key: &Q) -> Option<A::State>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let table = lock(self.shard(hash));
+        table
+            .find(hash, |(k, _)| k.borrow() == key)
+            .map(|(_, s)| s.clone())
     }
 
     /// Forgets `key`: its next request starts from a fresh state.
@@ -177,38 +206,34 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let removed = lock(self.shard(key)).remove(key);
-        if let Some(entry) = removed {
-            lock(&entry).evicted = true;
+        let hash = self.hasher.hash_one(key);
+        let mut table = lock(self.shard(hash));
+        if let Ok(entry) = table.find_entry(hash, |(k, _)| k.borrow() == key) {
+            entry.remove();
         }
     }
 
     /// Drops every key whose state is indistinguishable from a fresh one, and returns
     /// how many. Run it periodically (a janitor thread) to bound memory to the recently
-    /// active keys. Entries in use right now are skipped: they are not idle.
+    /// active keys. It locks one shard at a time, so requests to other shards go on.
     pub fn evict_idle(&self) -> usize {
         let mut removed = 0;
         for shard in self.shards.iter() {
-            lock(shard).retain(|_, entry| {
-                let mut slot = match entry.try_lock() {
-                    Ok(slot) => slot,
-                    Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                    Err(TryLockError::WouldBlock) => return true,
-                };
-                if self.algorithm.is_idle(&slot.state, self.clock.now()) {
-                    slot.evicted = true;
-                    removed += 1;
-                    return false;
-                }
-                true
-            });
+            let mut table = lock(&shard.0);
+            let now = self.clock.now();
+            let before = table.len();
+            table.retain(|(_, state)| !self.algorithm.is_idle(state, now));
+            removed += before - table.len();
+            if table.len() * 4 < table.capacity() {
+                table.shrink_to_fit(|(k, _)| self.hasher.hash_one(k));
+            }
         }
         removed
     }
 
     /// The number of keys held.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(s).len()).sum()
+        self.shards.iter().map(|s| lock(&s.0).len()).sum()
     }
 
     /// True when no key is held.
@@ -216,16 +241,11 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         self.len() == 0
     }
 
-    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> &Shard<K, A::State> {
-        let index = self.hasher.hash_one(key) as usize % SHARDS;
-        &self.shards[index]
-    }
-
-    /// Runs `f` on `key`'s state under the key's lock, with the clock read under that
-    /// lock: the building block for decisions other than a plain acquire (a composite
-    /// limit uses it to check and consume several rules atomically). `f` may run more
-    /// than once if the entry is evicted concurrently; only the last run's effect stays.
-    pub fn with_state<Q, R>(&self, key: &Q, f: impl FnMut(&A, &mut A::State, Nanos) -> R) -> R
+    /// Runs `f` on `key`'s state (created fresh if absent) under the key's shard lock,
+    /// with the clock read under that lock: the building block for decisions other than
+    /// a plain acquire (a composite limit uses it to check and consume several rules
+    /// atomically).
+    pub fn with_state<Q, R>(&self, key: &Q, f: impl FnOnce(&A, &mut A::State, Nanos) -> R) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
@@ -233,31 +253,56 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         self.with_state_hooked(key, f, || {})
     }
 
-    /// The whole request path. `between_lookup_and_lock` runs where a concurrent
-    /// `evict_idle` could strike; it is empty except in the test that forces that race.
+    /// The shard holding keys with this hash. The shard index comes from bits the
+    /// shard's own table does not use for bucket selection (it uses the low bits and
+    /// the top seven), so keys spread evenly inside each shard too.
+    fn shard(&self, hash: u64) -> &Mutex<HashTable<(K, A::State)>> {
+        &self.shards[(hash >> 51) as usize % SHARDS].0
+    }
+
+    /// The whole request path. `before_lock` runs after the key is hashed and before
+    /// its shard is locked — where, in the seed's design, a concurrent `evict_idle`
+    /// could strike between lookup and lock. It is empty except in the test that
+    /// forces that interleaving.
     fn with_state_hooked<Q, R>(
         &self,
         key: &Q,
-        mut f: impl FnMut(&A, &mut A::State, Nanos) -> R,
-        mut between_lookup_and_lock: impl FnMut(),
+        f: impl FnOnce(&A, &mut A::State, Nanos) -> R,
+        before_lock: impl FnOnce(),
     ) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        loop {
-            let entry = self.entry(key);
-            between_lookup_and_lock();
-            let mut slot = lock(&entry);
-            if slot.evicted && self.honours_eviction() {
-                continue; // lost a race with evict_idle or reset: use the fresh entry
+        let hash = self.hasher.hash_one(key);
+        before_lock();
+        let mut table = lock(self.shard(hash));
+        let now = self.clock.now(); // under the lock: per-key time is monotonic
+        let eq = |(k, _): &(K, A::State)| k.borrow() == key;
+        let state = match table.find_mut(hash, eq) {
+            Some((_, state)) => state,
+            None => {
+                let fresh = (key.to_owned(), self.algorithm.new_state(now));
+                let rehash = |(k, _): &(K, A::State)| self.hasher.hash_one(k);
+                &mut table.insert_unique(hash, fresh, rehash).into_mut().1
             }
-            let now = self.clock.now(); // under the key lock: per-key time is monotonic
-            return f(&self.algorithm, &mut slot.state, now);
+        };
+        #[cfg(loom)]
+        if self.split_critical_section {
+            // Broken on purpose: decide on a copy outside the lock, then write it back.
+            let mut copy = state.clone();
+            drop(table);
+            let result = f(&self.algorithm, &mut copy, now);
+            let mut table = lock(self.shard(hash));
+            if let Some((_, state)) = table.find_mut(hash, eq) {
+                *state = copy;
+            }
+            return result;
         }
+        f(&self.algorithm, state, now)
     }
 
-    fn decide<Q>(&self, key: &Q, cost: u64, between_lookup_and_lock: impl FnMut()) -> Decision
+    fn decide<Q>(&self, key: &Q, cost: u64, before_lock: impl FnOnce()) -> Decision
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
@@ -276,35 +321,7 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
                 reset_after: algo.reset_after(state, now),
             }
         };
-        self.with_state_hooked(key, acquire, between_lookup_and_lock)
-    }
-
-    /// The entry for `key`, created fresh if absent. Holds the shard lock only for the
-    /// lookup or insert.
-    fn entry<Q>(&self, key: &Q) -> Entry<A::State>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        let mut map = lock(self.shard(key));
-        if let Some(entry) = map.get(key) {
-            return entry.clone();
-        }
-        let slot = Slot {
-            state: self.algorithm.new_state(self.clock.now()),
-            evicted: false,
-        };
-        let entry = Arc::new(Mutex::new(slot));
-        map.insert(key.to_owned(), entry.clone());
-        entry
-    }
-
-    /// Always true, except in the deliberately broken model-checking variant.
-    fn honours_eviction(&self) -> bool {
-        #[cfg(loom)]
-        return !self.ignore_evicted;
-        #[cfg(not(loom))]
-        true
+        self.with_state_hooked(key, acquire, before_lock)
     }
 
     fn status(&self, state: &A::State, now: Nanos) -> Decision {
@@ -342,15 +359,12 @@ mod tests {
     #[test]
     fn eviction_between_lookup_and_lock_grants_no_free_request() {
         let limiter = one_per_10s();
-        // Request A looks the (fresh, idle) entry up; before it takes the key lock the
-        // janitor evicts that entry. A must notice and retry on a new entry.
+        limiter.with_state("k", |_, _, _| ()); // the key is held, and idle
+        // Request A has hashed its key; before it takes the lock the janitor evicts
+        // the idle entry. A must consume from the state that stays in the map.
         let mut evicted = 0;
-        let first = limiter.decide("k", 1, || {
-            if evicted == 0 {
-                evicted = limiter.evict_idle();
-            }
-        });
-        assert_eq!(evicted, 1, "the janitor did evict A's entry mid-request");
+        let first = limiter.decide("k", 1, || evicted = limiter.evict_idle());
+        assert_eq!(evicted, 1, "the janitor did evict the entry mid-request");
         assert!(first.allowed);
         assert_eq!(
             limiter.len(),
@@ -365,16 +379,10 @@ mod tests {
     }
 
     #[test]
-    fn reset_between_lookup_and_lock_is_retried_on_the_fresh_entry() {
+    fn reset_between_lookup_and_lock_leaves_the_request_on_a_fresh_state() {
         let limiter = one_per_10s();
         assert!(limiter.try_acquire("k").allowed);
-        let mut reset_done = false;
-        let d = limiter.decide("k", 1, || {
-            if !reset_done {
-                limiter.reset("k");
-                reset_done = true;
-            }
-        });
+        let d = limiter.decide("k", 1, || limiter.reset("k"));
         assert!(d.allowed, "after a reset the key starts fresh");
         assert!(!limiter.try_acquire("k").allowed);
     }

@@ -2,11 +2,9 @@
 //! `loom::sync` under `cfg(loom)`, so the real limiter code is what loom model-checks.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
-// loom's `try_lock` reports std's error type.
-pub(crate) use std::sync::TryLockError;
+pub(crate) use std::sync::{Mutex, MutexGuard};
 
 /// Locks `mutex`, ignoring poisoning: the guarded data is plain integers that a
 /// panicking holder cannot leave half-updated in any way that matters more than

@@ -19,10 +19,10 @@ fn limiter(max: u64) -> Limiter {
     RateLimiter::with_clock(quota(max), FakeClock::default())
 }
 
-#[test]
-fn two_threads_racing_for_the_last_permit_exactly_one_wins() {
-    loom::model(|| {
-        let l = loom::sync::Arc::new(limiter(1));
+/// Two requests race for a quota of one: exactly one may pass.
+fn race_for_the_last_permit(make: fn() -> Limiter) {
+    loom::model(move || {
+        let l = loom::sync::Arc::new(make());
         let other = l.clone();
         let t = thread::spawn(move || other.allow("k"));
         let mine = l.allow("k");
@@ -35,12 +35,27 @@ fn two_threads_racing_for_the_last_permit_exactly_one_wins() {
     });
 }
 
-/// Request A and the janitor race on a fresh (idle) key; a third request follows.
+#[test]
+fn two_threads_racing_for_the_last_permit_exactly_one_wins() {
+    race_for_the_last_permit(|| limiter(1));
+}
+
+#[test]
+#[should_panic(expected = "exactly one of two requests may pass")]
+fn the_model_catches_a_limiter_whose_check_and_consume_is_not_atomic() {
+    race_for_the_last_permit(|| {
+        RateLimiter::broken_with_split_critical_section(quota(1), FakeClock::default())
+    });
+}
+
+/// Request A and the janitor race on a held but idle key; a third request follows.
 /// Eviction may happen before or after A, but A's permit must never be lost, so exactly
 /// one of A and the follow-up passes.
-fn acquire_racing_evict_idle(make: fn() -> Limiter) {
-    loom::model(move || {
-        let l = loom::sync::Arc::new(make());
+#[test]
+fn an_acquire_racing_evict_idle_never_grants_a_free_request() {
+    loom::model(|| {
+        let l = loom::sync::Arc::new(limiter(1));
+        l.with_state("k", |_, _, _| ()); // held, idle
         let janitor = l.clone();
         let t = thread::spawn(move || janitor.evict_idle());
         let a = l.allow("k");
@@ -51,19 +66,6 @@ fn acquire_racing_evict_idle(make: fn() -> Limiter) {
             !follow_up,
             "eviction raced A's request and granted a free permit"
         );
-    });
-}
-
-#[test]
-fn an_acquire_racing_evict_idle_never_grants_a_free_request() {
-    acquire_racing_evict_idle(|| limiter(1));
-}
-
-#[test]
-#[should_panic(expected = "granted a free permit")]
-fn the_model_catches_a_limiter_without_the_evicted_recheck() {
-    acquire_racing_evict_idle(|| {
-        RateLimiter::broken_without_evicted_check(quota(1), FakeClock::default())
     });
 }
 
