@@ -153,6 +153,25 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         }
     }
 
+    /// A copy of `key`'s current state, or `None` if the key is not held.
+    ///
+    /// For simulators and diagnostics: probing the copy (calling the algorithm on it at
+    /// later instants) answers "when would this request really pass?" without touching
+    /// the live state.
+    pub fn snapshot<Q>(&self, key: &Q) -> Option<A::State>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        loop {
+            let entry = lock(self.shard(key)).get(key).cloned()?;
+            let slot = lock(&entry);
+            if !slot.evicted {
+                return Some(slot.state.clone());
+            }
+        }
+    }
+
     /// Forgets `key`: its next request starts from a fresh state.
     pub fn reset<Q>(&self, key: &Q)
     where
