@@ -44,6 +44,7 @@ pub mod limiter;
 pub mod middleware;
 pub mod registry;
 pub mod rule;
+pub mod sim;
 mod sync;
 pub mod time;
 

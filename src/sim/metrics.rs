@@ -1,0 +1,413 @@
+//! The measurements, exactly as DESIGN §4 defines them, and their serialisable forms.
+//!
+//! Everything here observes decisions; nothing here makes one. The trailing-window
+//! count is exact (a per-key deque of admitted instants, not sampling); only the
+//! retry-latency percentiles are bucketed, with a stated bound.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::time::Nanos;
+
+/// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row.
+///
+/// Counts are requests (attempts), not cost units, except `max_in_window`, which is
+/// by cost as DESIGN §4 defines it. Fields that do not apply to the client model are
+/// `None` (an empty CSV cell, `null` in JSON).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Registry name.
+    pub algorithm: String,
+    /// Arrivals (first attempts).
+    pub requests: u64,
+    /// Decisions made: arrivals plus retries.
+    pub attempts: u64,
+    /// Attempts admitted.
+    pub allowed: u64,
+    /// Attempts denied.
+    pub denied: u64,
+    /// `allowed / attempts` (0 when there were none).
+    pub allow_rate: f64,
+    /// The most cost admitted for one key inside any half-open window `(t − W, t]`.
+    pub max_in_window: u64,
+    /// The key where `max_in_window` was first reached (empty if nothing passed).
+    pub worst_key: String,
+    /// `max_in_window / max_requests`: ≤ 1.0 means the limit held everywhere.
+    pub over_admission: f64,
+    /// Admissions after which the key's trailing-window count exceeded the limit.
+    pub excess: u64,
+    /// Open clients only: allowed here but denied by the sliding log on the same stream.
+    pub false_allow: Option<u64>,
+    /// Open clients only: denied here but allowed by the sliding log.
+    pub false_deny: Option<u64>,
+    /// Denials whose `retry_after` pointed at exactly the earliest passing instant.
+    pub retry_after_exact: u64,
+    /// Denials whose `retry_after` was too short: a retry then would be wasted.
+    pub retry_after_too_early: u64,
+    /// Denials whose `retry_after` was too long: capacity left unused.
+    pub retry_after_too_late: u64,
+    /// As `retry_after_exact`, for the HTTP header (whole seconds, rounded up, ≥ 1).
+    pub retry_after_secs_exact: u64,
+    /// As `retry_after_too_early`, for the rounded-up header.
+    pub retry_after_secs_too_early: u64,
+    /// As `retry_after_too_late`, for the rounded-up header.
+    pub retry_after_secs_too_late: u64,
+    /// Requests whose cost exceeds the capacity: denied, and never retried.
+    pub never_fits: u64,
+    /// Retry clients: requests eventually admitted.
+    pub succeeded: Option<u64>,
+    /// Retry clients: requests denied on their last allowed attempt.
+    pub gave_up: Option<u64>,
+    /// Retry clients: requests whose next retry would fall after the simulation ends.
+    pub unfinished: Option<u64>,
+    /// Retry clients: retries that were denied again.
+    pub wasted_retries: Option<u64>,
+    /// Retry clients: median time from arrival to admission, in ns (see
+    /// [`LatencyHistogram`] for the precision).
+    pub latency_p50_ns: Option<u64>,
+    /// Retry clients: 99th percentile of the same, in ns.
+    pub latency_p99_ns: Option<u64>,
+    /// Retry clients: the longest, exact, in ns.
+    pub latency_max_ns: Option<u64>,
+    /// The most keys the limiter held at once (idle keys are evicted periodically).
+    pub peak_keys: u64,
+    /// The largest per-key state seen: `size_of` the state plus its heap (the log's
+    /// entries), in bytes.
+    pub state_bytes_per_key: u64,
+}
+
+/// The trailing-window admitted count at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WindowSample {
+    /// The instant, in ns since the start.
+    #[serde(rename = "time_ns", serialize_with = "super::serialize_nanos")]
+    pub time: Nanos,
+    /// Cost admitted in `(time − W, time]` for the worst key.
+    pub count: u64,
+}
+
+/// Allowed and denied attempts per time bucket: enough to draw a timeline.
+/// Bucket `i` covers `[i·bucket, (i+1)·bucket)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Timeline {
+    /// Bucket width.
+    #[serde(rename = "bucket_ns", serialize_with = "super::serialize_nanos")]
+    pub bucket: Nanos,
+    /// Allowed attempts per bucket.
+    pub allowed: Vec<u64>,
+    /// Denied attempts per bucket.
+    pub denied: Vec<u64>,
+}
+
+/// At most this many timeline buckets.
+pub const TIMELINE_BUCKETS: u64 = 2_000;
+/// At most this many window-count samples (two per bucket: the low and the peak).
+pub const WINDOW_SAMPLES: u64 = 20_000;
+
+impl Timeline {
+    pub(crate) fn new(duration: Nanos) -> Timeline {
+        let bucket = duration.as_u64().div_ceil(TIMELINE_BUCKETS).max(1);
+        let n = duration.as_u64().div_ceil(bucket) as usize;
+        Timeline {
+            bucket: Nanos::new(bucket),
+            allowed: vec![0; n],
+            denied: vec![0; n],
+        }
+    }
+
+    pub(crate) fn record(&mut self, time: Nanos, allowed: bool) {
+        let i = (time.as_u64() / self.bucket.as_u64()) as usize;
+        let column = if allowed {
+            &mut self.allowed
+        } else {
+            &mut self.denied
+        };
+        if let Some(c) = column.get_mut(i) {
+            *c += 1;
+        }
+    }
+}
+
+/// One key's admitted `(instant, cost)` inside the trailing window.
+#[derive(Debug, Default, Clone)]
+struct KeyWindow {
+    entries: VecDeque<(Nanos, u64)>,
+    total: u64,
+    max: u64,
+}
+
+/// Exact `max_in_window` and `excess` over every key.
+///
+/// The count in `(t − W, t]` only rises at an admission, so its maximum over all real
+/// `t` is reached at some admission instant: checking after each admission is exact.
+#[derive(Debug)]
+pub(crate) struct WindowTracker {
+    window: u64,
+    limit: u64,
+    keys: Vec<KeyWindow>,
+    pub(crate) max: u64,
+    pub(crate) worst_key: Option<u32>,
+    pub(crate) excess: u64,
+}
+
+impl WindowTracker {
+    pub(crate) fn new(window: Nanos, limit: u64) -> WindowTracker {
+        WindowTracker {
+            window: window.as_u64(),
+            limit,
+            keys: Vec::new(),
+            max: 0,
+            worst_key: None,
+            excess: 0,
+        }
+    }
+
+    /// Records an admission of `cost` for `key` at `t` (instants never decrease).
+    /// `on_change(instant, count)` hears every change of this key's count, expiries
+    /// included, so the caller can draw it as a step function.
+    pub(crate) fn admit(
+        &mut self,
+        key: u32,
+        t: Nanos,
+        cost: u64,
+        mut on_change: impl FnMut(Nanos, u64),
+    ) {
+        let index = key as usize;
+        if index >= self.keys.len() {
+            self.keys.resize_with(index + 1, KeyWindow::default);
+        }
+        let w = &mut self.keys[index];
+        expire(w, self.window, t, &mut on_change);
+        match w.entries.back_mut() {
+            Some((at, c)) if *at == t => *c += cost,
+            _ => w.entries.push_back((t, cost)),
+        }
+        w.total += cost;
+        on_change(t, w.total);
+        if w.total > self.limit {
+            self.excess += 1;
+        }
+        w.max = w.max.max(w.total);
+        if w.total > self.max {
+            self.max = w.total;
+            self.worst_key = Some(key);
+        }
+    }
+
+    /// The largest trailing count `key` ever had.
+    pub(crate) fn max_of(&self, key: u32) -> u64 {
+        self.keys.get(key as usize).map_or(0, |w| w.max)
+    }
+
+    /// Reports the remaining expiries of `key` before `end` (for the final steps down).
+    pub(crate) fn finish(&mut self, key: u32, end: Nanos, on_change: impl FnMut(Nanos, u64)) {
+        if let Some(w) = self.keys.get_mut(key as usize) {
+            let mut on_change = on_change;
+            expire(w, self.window, end, &mut on_change);
+        }
+    }
+}
+
+/// Drops entries that no longer count at `t`: an entry at `a` counts in `(t − W, t]`
+/// exactly while `a + W > t`.
+fn expire(w: &mut KeyWindow, window: u64, t: Nanos, on_change: &mut impl FnMut(Nanos, u64)) {
+    while let Some(&(at, c)) = w.entries.front() {
+        let expiry = u128::from(at.as_u64()) + u128::from(window);
+        if expiry > u128::from(t.as_u64()) {
+            break;
+        }
+        w.entries.pop_front();
+        w.total -= c;
+        on_change(Nanos::saturating_from_u128(expiry), w.total);
+    }
+}
+
+/// Thins a step function to at most [`WINDOW_SAMPLES`] points, keeping each time
+/// bucket's lowest and highest point so no peak is lost.
+#[derive(Debug)]
+pub(crate) struct SeriesThinner {
+    bucket: u64,
+    /// Per bucket: (low point, high point).
+    points: Vec<Option<(WindowSample, WindowSample)>>,
+}
+
+impl SeriesThinner {
+    pub(crate) fn new(duration: Nanos) -> SeriesThinner {
+        let buckets = WINDOW_SAMPLES / 2;
+        let bucket = duration.as_u64().div_ceil(buckets).max(1);
+        SeriesThinner {
+            bucket,
+            points: vec![None; duration.as_u64().div_ceil(bucket) as usize],
+        }
+    }
+
+    pub(crate) fn push(&mut self, time: Nanos, count: u64) {
+        let sample = WindowSample { time, count };
+        let Some(slot) = self.points.get_mut((time.as_u64() / self.bucket) as usize) else {
+            return;
+        };
+        match slot {
+            None => *slot = Some((sample, sample)),
+            Some((low, high)) => {
+                if count < low.count {
+                    *low = sample;
+                }
+                if count > high.count {
+                    *high = sample;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn finish(self) -> Vec<WindowSample> {
+        let mut out = Vec::new();
+        for (low, high) in self.points.into_iter().flatten() {
+            let (a, b) = if low.time <= high.time {
+                (low, high)
+            } else {
+                (high, low)
+            };
+            out.push(a);
+            if b != a {
+                out.push(b);
+            }
+        }
+        out
+    }
+}
+
+/// A log-linear histogram of nanosecond latencies in bounded memory.
+///
+/// Values below 128 ns are exact; above, each power of two is split into 64 buckets,
+/// so a percentile is reported as its bucket's upper bound: never understated, and at
+/// most 1/64 (1.6 %) above the true value. The maximum is exact.
+#[derive(Debug, Clone)]
+pub struct LatencyHistogram {
+    counts: Vec<u64>,
+    total: u64,
+    max: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram {
+            counts: vec![0; 128 + 57 * 64],
+            total: 0,
+            max: 0,
+        }
+    }
+}
+
+impl LatencyHistogram {
+    fn index(v: u64) -> usize {
+        if v < 128 {
+            return v as usize;
+        }
+        let exp = 63 - v.leading_zeros() as usize; // ≥ 7
+        let mantissa = (v >> (exp - 6)) as usize; // 64..=127
+        128 + (exp - 7) * 64 + (mantissa - 64)
+    }
+
+    fn upper(index: usize) -> u64 {
+        if index < 128 {
+            return index as u64;
+        }
+        let exp = (index - 128) / 64 + 7;
+        let mantissa = ((index - 128) % 64 + 64) as u128;
+        let upper = ((mantissa + 1) << (exp - 6)) - 1;
+        u64::try_from(upper).unwrap_or(u64::MAX)
+    }
+
+    /// Records one latency.
+    pub fn record(&mut self, v: Nanos) {
+        let v = v.as_u64();
+        self.counts[Self::index(v)] += 1;
+        self.total += 1;
+        self.max = self.max.max(v);
+    }
+
+    /// The nearest-rank `q`-quantile (0 < q ≤ 1), or `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        if self.total == 0 {
+            return None;
+        }
+        let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(Self::upper(i).min(self.max));
+            }
+        }
+        Some(self.max)
+    }
+
+    /// The exact maximum, or `None` when empty.
+    pub fn max(&self) -> Option<u64> {
+        (self.total > 0).then_some(self.max)
+    }
+}
+
+/// How a reported wait compares with the exact earliest passing instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Honesty {
+    Exact,
+    TooEarly,
+    TooLate,
+}
+
+impl Honesty {
+    pub(crate) fn judge(reported: u128, earliest: u128) -> Honesty {
+        match reported.cmp(&earliest) {
+            std::cmp::Ordering::Equal => Honesty::Exact,
+            std::cmp::Ordering::Less => Honesty::TooEarly,
+            std::cmp::Ordering::Greater => Honesty::TooLate,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_bound_the_true_value_from_above_within_a_64th() {
+        let mut v: u64 = 1;
+        while v < u64::MAX / 3 {
+            let i = LatencyHistogram::index(v);
+            let upper = LatencyHistogram::upper(i);
+            assert!(upper >= v, "bucket {i} upper {upper} < {v}");
+            assert!(
+                upper - v <= v / 64,
+                "bucket {i} upper {upper} too far above {v}"
+            );
+            v = v * 3 + 1;
+        }
+        assert_eq!(LatencyHistogram::index(u64::MAX), 128 + 57 * 64 - 1);
+    }
+
+    #[test]
+    fn histogram_quantiles_are_nearest_rank() {
+        let mut h = LatencyHistogram::default();
+        for v in 1..=100 {
+            h.record(Nanos::new(v));
+        }
+        assert_eq!(h.quantile(0.5), Some(50));
+        assert_eq!(h.quantile(0.99), Some(99));
+        assert_eq!(h.max(), Some(100));
+        assert_eq!(LatencyHistogram::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn thinning_keeps_the_peak_of_every_bucket() {
+        let mut t = SeriesThinner::new(Nanos::new(1_000_000));
+        for i in 0..1_000_000u64 {
+            t.push(Nanos::new(i), i % 997);
+        }
+        let out = t.finish();
+        assert!(out.len() as u64 <= WINDOW_SAMPLES, "{} samples", out.len());
+        assert_eq!(out.iter().map(|s| s.count).max(), Some(996));
+        assert!(out.windows(2).all(|p| p[0].time <= p[1].time), "time order");
+    }
+}

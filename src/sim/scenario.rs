@@ -1,0 +1,804 @@
+//! Scenario files: the TOML schema, its validation, and errors that point at
+//! `file:line:col`.
+//!
+//! This module turns text into a validated [`Scenario`] and stops there: it generates no
+//! traffic and runs no algorithm. Times are parsed exactly into [`Nanos`] (a TOML float
+//! such as `0.1` is read back through its shortest decimal form, never multiplied as a
+//! float), so `window = 0.1` is exactly 100,000,000 ns.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use toml::Spanned;
+
+use crate::registry::Registry;
+use crate::rule::Rule;
+use crate::time::{NANOS_PER_SEC, Nanos};
+
+/// A scenario file that could not be read or is not valid.
+///
+/// Displays as `file:line:col: message`, or `file: message` when the problem has no
+/// single position (for example, the file could not be opened).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file at fault (the scenario, or a trace it names).
+    pub path: PathBuf,
+    /// 1-based line and column, when the problem has a position.
+    pub position: Option<(usize, usize)>,
+    /// What was expected, and what was found.
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error at a byte `span` of `text`, which was read from `path`.
+    pub(crate) fn at(path: &Path, text: &str, span: Option<Range<usize>>, message: String) -> Self {
+        ScenarioError {
+            path: path.to_path_buf(),
+            position: span.map(|s| line_col(text, s.start)),
+            message,
+        }
+    }
+
+    /// An error about the whole file, or a line without a column.
+    pub(crate) fn file(path: &Path, line: Option<usize>, message: String) -> Self {
+        ScenarioError {
+            path: path.to_path_buf(),
+            position: line.map(|l| (l, 1)),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some((line, col)) => {
+                write!(f, "{}:{line}:{col}: {}", self.path.display(), self.message)
+            }
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    // A span may start inside a multi-byte character only if the parser is buggy; walk
+    // back to a boundary rather than panic.
+    let mut start = offset;
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let before = &text[..start];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// A validated scenario: everything the engine needs, with defaults filled in.
+///
+/// Fields are public so a front end can override them (`--seed`, `--algos`); use
+/// [`Scenario::set_algorithms`] to override the algorithm list with validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Short name, used for the output directory.
+    pub name: String,
+    /// What the scenario teaches (free text).
+    pub description: String,
+    /// Seeds every random source; the same seed gives the same stream.
+    pub seed: u64,
+    /// Arrivals are generated in `[0, duration)`; the simulation ends there.
+    pub duration: Nanos,
+    /// The limit every algorithm enforces.
+    pub rule: Rule,
+    /// Registry names, resolved (`all` expanded), in run order.
+    pub algorithms: Vec<String>,
+    /// Arrival sources, in declaration order.
+    pub traffic: Vec<TrafficSpec>,
+    /// How clients react to a denial.
+    pub client: ClientModel,
+    /// The file this scenario was read from (relative paths resolve against its folder).
+    pub path: PathBuf,
+}
+
+/// One `[[traffic]]` source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrafficSpec {
+    /// The arrival process.
+    pub kind: TrafficKind,
+    /// Which clients send the requests (ignored by `trace`, whose rows name the key).
+    pub keys: KeySpec,
+    /// Permits each request takes (a trace row's own cost wins). Default 1.
+    pub cost: u64,
+    /// No arrival before this instant. Default 0.
+    pub start: Nanos,
+    /// No arrival at or after this instant. Default: the scenario's duration.
+    pub end: Nanos,
+}
+
+/// The arrival processes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrafficKind {
+    /// Evenly spaced: arrival `i` at `start + floor(i / rate)`, exactly.
+    Uniform {
+        /// Requests per second, all keys together.
+        rate: Rate,
+    },
+    /// Exponential gaps with mean `1 / rate`.
+    Poisson {
+        /// Requests per second, all keys together.
+        rate: Rate,
+    },
+    /// `size` requests just before and `size` just after every multiple of `period`.
+    BoundaryBurst {
+        /// Requests on each side of each boundary.
+        size: u64,
+        /// Width of each half-burst; 0 puts a half-burst at a single instant.
+        spread: Nanos,
+        /// Distance between boundaries (default: the limit's window).
+        period: Nanos,
+    },
+    /// Poisson at `rate` during `on`, silent during `off`, repeating from `start`.
+    OnOff {
+        /// Requests per second while on.
+        rate: Rate,
+        /// Length of each busy period.
+        on: Nanos,
+        /// Length of each idle period.
+        off: Nanos,
+    },
+    /// Replays a CSV file `time_s,key[,cost]`.
+    Trace {
+        /// The trace file, resolved against the scenario's folder.
+        path: PathBuf,
+    },
+}
+
+impl TrafficKind {
+    /// The `kind` string as written in the file.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TrafficKind::Uniform { .. } => "uniform",
+            TrafficKind::Poisson { .. } => "poisson",
+            TrafficKind::BoundaryBurst { .. } => "boundary_burst",
+            TrafficKind::OnOff { .. } => "on_off",
+            TrafficKind::Trace { .. } => "trace",
+        }
+    }
+}
+
+/// The clients a source spreads its requests over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeySpec {
+    /// How many clients (keys). Default 1.
+    pub count: u32,
+    /// How often each client is picked. Default uniform.
+    pub popularity: Popularity,
+    /// Keys are named `{prefix}-{i}`; sources with the same prefix share clients.
+    /// Default `"client"`.
+    pub prefix: String,
+}
+
+/// How a request's client is picked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Popularity {
+    /// Every client equally likely.
+    Uniform,
+    /// Client `i` (1-based) with probability proportional to `1 / i^exponent`.
+    Zipf {
+        /// The Zipf exponent `s` (≥ 0; default 1).
+        exponent: f64,
+    },
+}
+
+/// How clients react to a denial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientModel {
+    /// Arrivals ignore decisions: every algorithm sees the identical stream.
+    Open,
+    /// A denied request is retried at `now + retry_after + U[0, jitter]`.
+    Retry {
+        /// Retries after the first attempt (default 3).
+        max_retries: u32,
+        /// Upper bound of the uniform random extra wait (default 0).
+        jitter: Nanos,
+    },
+}
+
+impl ClientModel {
+    /// `"open"` or `"retry"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientModel::Open => "open",
+            ClientModel::Retry { .. } => "retry",
+        }
+    }
+}
+
+/// A rate in requests per second, held exactly as `requests per 10⁹ seconds` so that
+/// `rate = 0.3` spaces uniform arrivals by exactly 3.333… s, floored per arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    per_giga_secs: u64,
+}
+
+impl Rate {
+    /// `n` requests per second.
+    pub fn per_sec(n: u64) -> Option<Rate> {
+        let per_giga_secs = n.checked_mul(NANOS_PER_SEC)?;
+        (per_giga_secs > 0).then_some(Rate { per_giga_secs })
+    }
+
+    /// The rate as a float, for Poisson sampling and display only.
+    pub fn as_f64(self) -> f64 {
+        self.per_giga_secs as f64 / NANOS_PER_SEC as f64
+    }
+
+    /// The offset of arrival `i` of an evenly spaced stream: `floor(i / rate)` in ns.
+    pub fn nth_arrival(self, i: u64) -> Nanos {
+        // i / (r·10⁻⁹ per s) s = i·10⁹·10⁹ / r ns; u128 cannot overflow for u64 i.
+        let ns = u128::from(i) * 1_000_000_000_000_000_000 / u128::from(self.per_giga_secs);
+        Nanos::saturating_from_u128(ns)
+    }
+}
+
+impl Scenario {
+    /// Reads and validates the scenario at `path` (trace files are checked by
+    /// [`Scenario::validate`] and while running).
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::file(path, None, format!("cannot read: {e}")))?;
+        Scenario::parse(&text, path)
+    }
+
+    /// Parses scenario `text`; `origin` is the file it came from, used in error
+    /// messages and to resolve trace paths.
+    pub fn parse(text: &str, origin: &Path) -> Result<Scenario, ScenarioError> {
+        let raw: RawScenario = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim_end().to_string();
+            ScenarioError::at(origin, text, e.span(), message)
+        })?;
+        Builder { text, origin }.build(raw)
+    }
+
+    /// Checks what parsing cannot: every trace file exists, is well formed and sorted.
+    /// Reads traces as a stream, never whole.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        for spec in &self.traffic {
+            if let TrafficKind::Trace { path } = &spec.kind {
+                let mut reader = super::traffic::TraceReader::open(path)?;
+                while reader.next_row()?.is_some() {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the algorithm list (`all` allowed), e.g. from a command-line flag.
+    pub fn set_algorithms<S: AsRef<str>>(
+        &mut self,
+        names: &[S],
+    ) -> Result<(), crate::registry::UnknownAlgorithm> {
+        self.algorithms = Registry::default().resolve(names)?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The raw schema, exactly as written. `Spanned` keeps each value's position so checks
+// made after parsing can still point at the offending text.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    seed: u64,
+    duration: Spanned<Dur>,
+    algorithms: Option<Spanned<Vec<Spanned<String>>>>,
+    limit: RawLimit,
+    traffic: Spanned<Vec<RawTraffic>>,
+    client: Option<RawClient>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimit {
+    max_requests: Spanned<u64>,
+    window: Spanned<Dur>,
+    burst: Option<Spanned<u64>>,
+}
+
+/// Every field any source kind takes; [`Builder::traffic`] rejects those the kind
+/// does not use, at their position.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTraffic {
+    kind: Spanned<String>,
+    rate: Option<Spanned<RateValue>>,
+    size: Option<Spanned<u64>>,
+    spread: Option<Spanned<Dur>>,
+    period: Option<Spanned<Dur>>,
+    on: Option<Spanned<Dur>>,
+    off: Option<Spanned<Dur>>,
+    path: Option<Spanned<String>>,
+    keys: Option<Spanned<u64>>,
+    key_popularity: Option<Spanned<String>>,
+    zipf_exponent: Option<Spanned<f64>>,
+    key_prefix: Option<Spanned<String>>,
+    cost: Option<Spanned<u64>>,
+    start: Option<Spanned<Dur>>,
+    end: Option<Spanned<Dur>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClient {
+    kind: Spanned<String>,
+    max_retries: Option<Spanned<u32>>,
+    jitter: Option<Spanned<Dur>>,
+}
+
+/// A duration: `"10s"`, `"250ms"`, or a number of seconds (`10`, `0.5`).
+struct Dur(Nanos);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
+        d.deserialize_any(DecimalVisitor(
+            "a duration like \"10s\", \"250ms\", \"1m\" or a number of seconds",
+            Nanos::parse_duration,
+        ))
+        .map(Dur)
+    }
+}
+
+/// A rate in requests per second (`2`, `0.5`); stored as `rate × 10⁹`, exactly.
+struct RateValue(Nanos);
+
+impl<'de> Deserialize<'de> for RateValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RateValue, D::Error> {
+        d.deserialize_any(DecimalVisitor(
+            "a number of requests per second, like 2 or 0.5",
+            Nanos::parse_decimal_secs,
+        ))
+        .map(RateValue)
+    }
+}
+
+/// Reads a string or number as an exact decimal scaled by 10⁹. Floats go through
+/// their shortest decimal text (what the user wrote), never through multiplication.
+struct DecimalVisitor(
+    &'static str,
+    fn(&str) -> Result<Nanos, crate::time::ParseTimeError>,
+);
+
+impl Visitor<'_> for DecimalVisitor {
+    type Value = Nanos;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Nanos, E> {
+        (self.1)(v).map_err(|e| E::custom(format!("{e}; expected {}", self.0)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Nanos, E> {
+        if !v.is_finite() {
+            return Err(E::custom(format!(
+                "`{v}` is not finite; expected {}",
+                self.0
+            )));
+        }
+        self.visit_str(&v.to_string())
+    }
+}
+
+// ---------------------------------------------------------------------------------
+
+/// Turns the raw schema into a [`Scenario`], reporting the first problem found.
+struct Builder<'a> {
+    text: &'a str,
+    origin: &'a Path,
+}
+
+impl Builder<'_> {
+    fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::at(self.origin, self.text, Some(span), message.into())
+    }
+
+    fn build(&self, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+        let name = raw.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(self.err(raw.name.span(), "expected a non-empty name"));
+        }
+        let duration = raw.duration.get_ref().0;
+        if duration == Nanos::ZERO {
+            return Err(self.err(raw.duration.span(), "expected a duration above zero"));
+        }
+        let rule = self.rule(&raw.limit)?;
+        let algorithms = match &raw.algorithms {
+            None => Registry::default().resolve(&["all"]).unwrap_or_default(),
+            Some(list) => self.algorithms(list)?,
+        };
+        if raw.traffic.get_ref().is_empty() {
+            return Err(self.err(
+                raw.traffic.span(),
+                "expected at least one [[traffic]] source",
+            ));
+        }
+        let traffic = raw
+            .traffic
+            .get_ref()
+            .iter()
+            .map(|t| self.traffic(t, &rule, duration))
+            .collect::<Result<Vec<_>, _>>()?;
+        let client = match &raw.client {
+            None => ClientModel::Open,
+            Some(c) => self.client(c)?,
+        };
+        Ok(Scenario {
+            name,
+            description: raw.description.trim().to_string(),
+            seed: raw.seed,
+            duration,
+            rule,
+            algorithms,
+            traffic,
+            client,
+            path: self.origin.to_path_buf(),
+        })
+    }
+
+    fn rule(&self, raw: &RawLimit) -> Result<Rule, ScenarioError> {
+        let rule = Rule::new(*raw.max_requests.get_ref(), raw.window.get_ref().0).map_err(|e| {
+            let span = match e {
+                crate::RuleError::ZeroWindow => raw.window.span(),
+                _ => raw.max_requests.span(),
+            };
+            self.err(span, format!("{e}"))
+        })?;
+        match &raw.burst {
+            None => Ok(rule),
+            Some(b) => rule
+                .with_burst(*b.get_ref())
+                .map_err(|e| self.err(b.span(), e.to_string())),
+        }
+    }
+
+    fn algorithms(
+        &self,
+        list: &Spanned<Vec<Spanned<String>>>,
+    ) -> Result<Vec<String>, ScenarioError> {
+        let registry = Registry::default();
+        if list.get_ref().is_empty() {
+            return Err(self.err(
+                list.span(),
+                "expected at least one algorithm name, or [\"all\"]",
+            ));
+        }
+        for name in list.get_ref() {
+            registry
+                .resolve(&[name.get_ref()])
+                .map_err(|e| self.err(name.span(), e.to_string()))?;
+        }
+        let names: Vec<&String> = list.get_ref().iter().map(|s| s.get_ref()).collect();
+        registry
+            .resolve(&names)
+            .map_err(|e| self.err(list.span(), e.to_string()))
+    }
+
+    fn client(&self, raw: &RawClient) -> Result<ClientModel, ScenarioError> {
+        match raw.kind.get_ref().as_str() {
+            "open" => {
+                if let Some(m) = &raw.max_retries {
+                    return Err(
+                        self.err(m.span(), "`max_retries` applies only to kind = \"retry\"")
+                    );
+                }
+                if let Some(j) = &raw.jitter {
+                    return Err(self.err(j.span(), "`jitter` applies only to kind = \"retry\""));
+                }
+                Ok(ClientModel::Open)
+            }
+            "retry" => Ok(ClientModel::Retry {
+                max_retries: raw.max_retries.as_ref().map_or(3, |m| *m.get_ref()),
+                jitter: raw.jitter.as_ref().map_or(Nanos::ZERO, |j| j.get_ref().0),
+            }),
+            other => Err(self.err(
+                raw.kind.span(),
+                format!("unknown client kind `{other}`; expected \"open\" or \"retry\""),
+            )),
+        }
+    }
+
+    fn traffic(
+        &self,
+        raw: &RawTraffic,
+        rule: &Rule,
+        duration: Nanos,
+    ) -> Result<TrafficSpec, ScenarioError> {
+        let kind_name = raw.kind.get_ref().as_str();
+        let (allowed, required): (&[&str], &[&str]) = match kind_name {
+            "uniform" | "poisson" => (&["rate"], &["rate"]),
+            "boundary_burst" => (&["size", "spread", "period"], &["size"]),
+            "on_off" => (&["rate", "on", "off"], &["rate", "on", "off"]),
+            "trace" => (&["path", "cost"], &["path"]),
+            other => {
+                return Err(self.err(
+                    raw.kind.span(),
+                    format!(
+                        "unknown traffic kind `{other}`; expected one of uniform, poisson, \
+                         boundary_burst, on_off, trace"
+                    ),
+                ));
+            }
+        };
+        const COMMON: &[&str] = &[
+            "keys",
+            "key_popularity",
+            "zipf_exponent",
+            "key_prefix",
+            "cost",
+            "start",
+            "end",
+        ];
+        let present = raw.present_fields();
+        for (field, span) in &present {
+            let ok = allowed.contains(field) || (kind_name != "trace" && COMMON.contains(field));
+            if !ok {
+                return Err(self.err(
+                    span.clone(),
+                    format!("`{field}` does not apply to a `{kind_name}` source"),
+                ));
+            }
+        }
+        for field in required {
+            if !present.iter().any(|(f, _)| f == field) {
+                return Err(self.err(
+                    raw.kind.span(),
+                    format!("a `{kind_name}` source needs `{field}`"),
+                ));
+            }
+        }
+
+        let rate = |r: &Option<Spanned<RateValue>>| -> Result<Rate, ScenarioError> {
+            let r = r.as_ref().expect("checked as required above");
+            match r.get_ref().0.as_u64() {
+                0 => Err(self.err(r.span(), "expected a rate above zero")),
+                n => Ok(Rate { per_giga_secs: n }),
+            }
+        };
+        let dur = |d: &Option<Spanned<Dur>>| d.as_ref().map(|d| d.get_ref().0);
+
+        let kind = match kind_name {
+            "uniform" => TrafficKind::Uniform {
+                rate: rate(&raw.rate)?,
+            },
+            "poisson" => TrafficKind::Poisson {
+                rate: rate(&raw.rate)?,
+            },
+            "boundary_burst" => {
+                let size_field = raw.size.as_ref().expect("required");
+                let size = *size_field.get_ref();
+                if size == 0 {
+                    return Err(self.err(size_field.span(), "expected a size of at least 1"));
+                }
+                let spread = dur(&raw.spread).unwrap_or(Nanos::ZERO);
+                let period = dur(&raw.period).unwrap_or(rule.window());
+                // Half-bursts of neighbouring boundaries must not overlap, or the
+                // source would emit out of order: 2·spread + 1 ns < period.
+                let fits = u128::from(spread.as_u64()) * 2 + 1 < u128::from(period.as_u64());
+                if !fits {
+                    let span = raw
+                        .spread
+                        .as_ref()
+                        .map(|s| s.span())
+                        .or_else(|| raw.period.as_ref().map(|p| p.span()))
+                        .unwrap_or_else(|| raw.kind.span());
+                    return Err(self.err(
+                        span,
+                        format!("expected a spread below half the period ({period}); got {spread}"),
+                    ));
+                }
+                TrafficKind::BoundaryBurst {
+                    size,
+                    spread,
+                    period,
+                }
+            }
+            "on_off" => {
+                let on = raw.on.as_ref().expect("required");
+                if on.get_ref().0 == Nanos::ZERO {
+                    return Err(self.err(on.span(), "expected an `on` period above zero"));
+                }
+                TrafficKind::OnOff {
+                    rate: rate(&raw.rate)?,
+                    on: on.get_ref().0,
+                    off: dur(&raw.off).unwrap_or(Nanos::ZERO),
+                }
+            }
+            _ => {
+                let p = raw.path.as_ref().expect("required");
+                let folder = self.origin.parent().unwrap_or(Path::new(""));
+                TrafficKind::Trace {
+                    path: folder.join(p.get_ref()),
+                }
+            }
+        };
+
+        let count = match &raw.keys {
+            None => 1,
+            Some(k) => match u32::try_from(*k.get_ref()) {
+                Ok(n) if (1..u32::MAX).contains(&n) => n,
+                _ => {
+                    return Err(self.err(
+                        k.span(),
+                        format!("expected between 1 and {} keys", u32::MAX - 1),
+                    ));
+                }
+            },
+        };
+        let popularity = match raw
+            .key_popularity
+            .as_ref()
+            .map(|p| (p.get_ref().as_str(), p.span()))
+        {
+            None | Some(("uniform", _)) => {
+                if let Some(z) = &raw.zipf_exponent {
+                    return Err(self.err(
+                        z.span(),
+                        "`zipf_exponent` applies only to key_popularity = \"zipf\"",
+                    ));
+                }
+                Popularity::Uniform
+            }
+            Some(("zipf", _)) => {
+                let exponent = raw.zipf_exponent.as_ref().map_or(1.0, |z| *z.get_ref());
+                if !(exponent.is_finite() && exponent >= 0.0) {
+                    let span = raw
+                        .zipf_exponent
+                        .as_ref()
+                        .map(|z| z.span())
+                        .unwrap_or_default();
+                    return Err(self.err(span, "expected a zipf_exponent of 0 or more"));
+                }
+                Popularity::Zipf { exponent }
+            }
+            Some((other, span)) => {
+                return Err(self.err(
+                    span,
+                    format!("unknown key_popularity `{other}`; expected \"uniform\" or \"zipf\""),
+                ));
+            }
+        };
+        let prefix = raw
+            .key_prefix
+            .as_ref()
+            .map_or_else(|| "client".to_string(), |p| p.get_ref().clone());
+        let cost = raw.cost.as_ref().map_or(1, |c| *c.get_ref());
+        let start = dur(&raw.start).unwrap_or(Nanos::ZERO);
+        let end = dur(&raw.end).unwrap_or(duration).min(duration);
+        if let (Some(s), true) = (&raw.start, start >= end) {
+            return Err(self.err(
+                s.span(),
+                format!("expected `start` before the source's end ({end})"),
+            ));
+        }
+        Ok(TrafficSpec {
+            kind,
+            keys: KeySpec {
+                count,
+                popularity,
+                prefix,
+            },
+            cost,
+            start,
+            end,
+        })
+    }
+}
+
+impl RawTraffic {
+    /// The optional fields that are set, with their positions.
+    fn present_fields(&self) -> Vec<(&'static str, Range<usize>)> {
+        fn span<T>(s: &Option<Spanned<T>>) -> Option<Range<usize>> {
+            s.as_ref().map(|s| s.span())
+        }
+        [
+            ("rate", span(&self.rate)),
+            ("size", span(&self.size)),
+            ("spread", span(&self.spread)),
+            ("period", span(&self.period)),
+            ("on", span(&self.on)),
+            ("off", span(&self.off)),
+            ("path", span(&self.path)),
+            ("keys", span(&self.keys)),
+            ("key_popularity", span(&self.key_popularity)),
+            ("zipf_exponent", span(&self.zipf_exponent)),
+            ("key_prefix", span(&self.key_prefix)),
+            ("cost", span(&self.cost)),
+            ("start", span(&self.start)),
+            ("end", span(&self.end)),
+        ]
+        .into_iter()
+        .filter_map(|(name, s)| s.map(|s| (name, s)))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+name = "t"
+duration = "60s"
+[limit]
+max_requests = 5
+window = "10s"
+[[traffic]]
+kind = "uniform"
+rate = 0.3
+"#;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(text, Path::new("dir/s.toml"))
+    }
+
+    #[test]
+    fn a_minimal_scenario_gets_documented_defaults() {
+        let s = parse(MINIMAL).unwrap();
+        assert_eq!(s.seed, 0);
+        assert_eq!(s.client, ClientModel::Open);
+        assert_eq!(s.algorithms.len(), Registry::default().names().count());
+        assert_eq!(s.rule.burst(), 5);
+        let t = &s.traffic[0];
+        assert_eq!((t.cost, t.start, t.end), (1, Nanos::ZERO, s.duration));
+        assert_eq!(t.keys.count, 1);
+    }
+
+    #[test]
+    fn float_rates_and_durations_are_read_as_exact_decimals() {
+        let s = parse(&MINIMAL.replace("\"10s\"", "0.1")).unwrap();
+        assert_eq!(s.rule.window(), Nanos::new(100_000_000));
+        let TrafficKind::Uniform { rate } = s.traffic[0].kind else {
+            panic!("not uniform")
+        };
+        // 0.3 per second: arrival 3 at exactly 10 s, arrival 1 at floor(3.33…) s.
+        assert_eq!(rate.nth_arrival(3), Nanos::from_secs(10));
+        assert_eq!(rate.nth_arrival(1), Nanos::new(3_333_333_333));
+    }
+
+    #[test]
+    fn errors_point_at_the_line_and_column_of_the_bad_value() {
+        let err = parse(&MINIMAL.replace("max_requests = 5", "max_requests = 0")).unwrap_err();
+        assert_eq!(err.position, Some((5, 16)), "{err}");
+        assert!(err.to_string().starts_with("dir/s.toml:5:16: "), "{err}");
+    }
+
+    #[test]
+    fn line_and_column_count_characters_not_bytes() {
+        assert_eq!(line_col("ab\nçd", 5), (2, 2));
+        assert_eq!(line_col("", 0), (1, 1));
+        assert_eq!(
+            line_col("é", 1),
+            (1, 1),
+            "mid-character offsets do not panic"
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! Engine properties: exact metrics, determinism, threads, arrival statistics, retries.
+
+mod sim_support;
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use ratesim::Nanos;
+use ratesim::sim::{ArrivalStream, ClientModel};
+use sim_support::*;
+
+const ALL: [&str; 6] = [
+    "token_bucket",
+    "leaky_bucket",
+    "fixed_window",
+    "sliding_window_log",
+    "sliding_window_counter",
+    "gcra",
+];
+
+/// A scenario replaying `rows` (`(ns, key, cost)`) under `max` per `window_ns`.
+fn trace_scenario(
+    dir: &Path,
+    rows: &[(u64, u8, u64)],
+    max: u64,
+    window_ns: u64,
+    client: &str,
+) -> ratesim::sim::Scenario {
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, k, c) in rows {
+        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(*t).to_decimal_secs()));
+    }
+    std::fs::write(dir.join("t.csv"), csv).unwrap();
+    let text = format!(
+        "name = \"p\"\nduration = \"1h\"\n[limit]\nmax_requests = {max}\nwindow = \"{window_ns}ns\"\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n{client}"
+    );
+    parse_at(&text, &dir.join("p.toml"))
+}
+
+/// The most cost one key admitted in any `(t − W, t]`, by checking every pair.
+fn brute_force_max_in_window(admitted: &[(Nanos, String, u64)], window: u64) -> u64 {
+    let mut best = 0;
+    for (t, key, _) in admitted {
+        let sum: u64 = admitted
+            .iter()
+            .filter(|(s, k, _)| k == key && *s <= *t && s.as_u64() + window > t.as_u64())
+            .map(|(_, _, c)| c)
+            .sum();
+        best = best.max(sum);
+    }
+    best
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn max_in_window_equals_a_brute_force_count_on_random_streams(
+        gaps in prop::collection::vec((0u64..4_000, 0u8..3, 0u64..3), 1..60),
+        max in 1u64..5,
+        window in 1u64..6_000,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = 0;
+        let rows: Vec<(u64, u8, u64)> = gaps
+            .iter()
+            .map(|&(gap, key, cost)| { t += gap; (t, key, cost.min(max)) })
+            .collect();
+        let s = trace_scenario(dir.path(), &rows, max, window, "");
+        let (report, parts) = run_capturing(&s, 1);
+        for (a, rows) in report.algorithms.iter().zip(parts) {
+            let admitted: Vec<(Nanos, String, u64)> = rows
+                .iter()
+                .filter(|r| r.allowed)
+                .map(|r| (r.time, r.key.clone(), r.cost))
+                .collect();
+            let expected = brute_force_max_in_window(&admitted, window);
+            prop_assert_eq!(a.metrics.max_in_window, expected, "{}", a.name);
+            prop_assert_eq!(a.metrics.allowed as usize, admitted.len());
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_identical_results_and_another_seed_a_different_stream() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/zipf_keys.toml");
+    let mut s = load(&path);
+    s.duration = Nanos::from_secs(30);
+    s.set_algorithms(&["fixed_window", "gcra"]).unwrap();
+    let (r1, rows1) = run_capturing(&s, 1);
+    let (r2, rows2) = run_capturing(&s, 1);
+    assert_eq!(r1, r2);
+    assert_eq!(rows1, rows2);
+    s.seed += 1;
+    let (_, rows3) = run_capturing(&s, 1);
+    let stream = |rows: &[Row]| -> Vec<(Nanos, String)> {
+        rows.iter().map(|r| (r.time, r.key.clone())).collect()
+    };
+    assert_ne!(stream(&rows1[0]), stream(&rows3[0]));
+}
+
+#[test]
+fn open_clients_give_every_algorithm_the_identical_stream() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/on_off.toml");
+    let (_, parts) = run_capturing(&load(&path), 1);
+    let stream = |rows: &[Row]| -> Vec<(u64, Nanos, String, u64)> {
+        rows.iter()
+            .map(|r| (r.seq, r.time, r.key.clone(), r.cost))
+            .collect()
+    };
+    for rows in &parts[1..] {
+        assert_eq!(stream(rows), stream(&parts[0]), "{}", rows[0].algorithm);
+    }
+}
+
+#[test]
+fn a_threaded_run_equals_a_sequential_run() {
+    for name in ["poisson.toml", "retry_clients.toml"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(name);
+        let s = load(&path);
+        let sequential = run_capturing(&s, 1);
+        let threaded = run_capturing(&s, 4);
+        assert_eq!(sequential.0, threaded.0, "{name}");
+        assert_eq!(sequential.1, threaded.1, "{name}");
+    }
+}
+
+#[test]
+fn a_poisson_source_keeps_its_rate_within_five_sigma() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/poisson.toml");
+    let mut s = load(&path);
+    let rate = 240.0;
+    for seed in 0..5 {
+        s.seed = seed;
+        let mut stream = ArrivalStream::new(&s).unwrap();
+        let mut n = 0u64;
+        while stream.next_arrival().unwrap().is_some() {
+            n += 1;
+        }
+        // The count in a fixed time is Poisson(λT): mean λT, standard deviation √(λT).
+        let mean = rate * s.duration.as_secs_f64();
+        let z = (n as f64 - mean) / mean.sqrt();
+        assert!(
+            z.abs() < 5.0,
+            "seed {seed}: {n} arrivals, expected {mean} (z = {z:.2})"
+        );
+    }
+}
+
+#[test]
+fn a_lone_retry_client_waiting_exactly_retry_after_is_admitted_on_that_retry() {
+    use ratesim::{Algorithm, Registry, Rule};
+    // Rules with uneven arithmetic: 5/10s, 3/700ms with burst 4, 7/1s.
+    for (max, window, burst) in [(5, "10s", 5), (3, "700ms", 4), (7, "1s", 7)] {
+        for algo in ALL {
+            let rule = Rule::new(max, Nanos::parse_duration(window).unwrap())
+                .and_then(|r| r.with_burst(burst))
+                .unwrap();
+            let capacity = Registry::default().create(algo, rule).unwrap().capacity();
+            for cost in [1, 2] {
+                // Fill the capacity, then one request more: exactly one is denied.
+                let n = capacity / cost + 1;
+                let dir = tempfile::tempdir().unwrap();
+                let mut csv = String::from("time_s,key,cost\n");
+                for i in 0..n {
+                    csv.push_str(&format!("0.{i:09},solo,{cost}\n"));
+                }
+                std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+                let text = format!(
+                    "name = \"r\"\nduration = \"1h\"\nalgorithms = [\"{algo}\"]\n[limit]\n\
+                     max_requests = {max}\nwindow = \"{window}\"\nburst = {burst}\n\
+                     [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+                     [client]\nkind = \"retry\"\nmax_retries = 1\n"
+                );
+                let s = parse_at(&text, &dir.path().join("r.toml"));
+                assert!(
+                    matches!(s.client, ClientModel::Retry { jitter, .. } if jitter == Nanos::ZERO)
+                );
+                let (_, parts) = run_capturing(&s, 1);
+                let rows = &parts[0];
+                let denied: Vec<&Row> = rows.iter().filter(|r| !r.allowed).collect();
+                let context = format!("{algo} {max}/{window} burst {burst} cost {cost}");
+                assert_eq!(denied.len(), 1, "{context}: {rows:?}");
+                let d = denied[0];
+                assert_eq!(d.attempt, 0, "{context}");
+                let retry = rows
+                    .iter()
+                    .find(|r| r.seq == d.seq && r.attempt == 1)
+                    .unwrap_or_else(|| panic!("{context}: no retry for {d:?}"));
+                assert_eq!(retry.time, d.time + d.retry_after, "{context}");
+                assert!(retry.allowed, "{context}: {retry:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn retry_clients_report_latency_and_wasted_retries() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/retry_clients.toml");
+    let report = run_quiet(&load(&path));
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert!(
+            m.false_allow.is_none(),
+            "{}: no reference on retry streams",
+            a.name
+        );
+        let succeeded = m.succeeded.unwrap();
+        assert!(succeeded > 0 && succeeded <= m.requests, "{}", a.name);
+        assert_eq!(
+            m.allowed, succeeded,
+            "{}: each success is one admission",
+            a.name
+        );
+        assert_eq!(
+            m.attempts - m.requests,
+            m.denied - m.gave_up.unwrap() - m.unfinished.unwrap(),
+            "{}: every denial not given up or unfinished was retried",
+            a.name
+        );
+        let (p50, p99, max) = (
+            m.latency_p50_ns.unwrap(),
+            m.latency_p99_ns.unwrap(),
+            m.latency_max_ns.unwrap(),
+        );
+        assert!(p50 <= p99 && p99 <= max, "{}: {p50} {p99} {max}", a.name);
+        assert!(max > 0, "{}: some request had to wait", a.name);
+    }
+}
+
+#[test]
+fn the_report_timeline_and_window_series_are_bounded_and_consistent() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/zipf_keys.toml");
+    let report = run_quiet(&load(&path));
+    for a in &report.algorithms {
+        let t = &a.timeline;
+        assert!(t.allowed.len() as u64 <= ratesim::sim::TIMELINE_BUCKETS);
+        assert_eq!(
+            t.allowed.iter().sum::<u64>(),
+            a.metrics.allowed,
+            "{}",
+            a.name
+        );
+        assert_eq!(t.denied.iter().sum::<u64>(), a.metrics.denied, "{}", a.name);
+        assert!(a.window_counts.len() as u64 <= ratesim::sim::WINDOW_SAMPLES);
+        let peak = a.window_counts.iter().map(|w| w.count).max().unwrap_or(0);
+        assert_eq!(
+            peak, a.metrics.max_in_window,
+            "{}: the series shows the worst key",
+            a.name
+        );
+        assert!(a.metrics.peak_keys > 0);
+    }
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains("\"over_admission\""));
+}
+
+#[test]
+fn every_algorithm_name_runs() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let report = run_quiet(&load(&path));
+    let names: Vec<&str> = report.algorithms.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ALL);
+}

@@ -1,0 +1,292 @@
+//! Bundled scenarios, scenario errors and trace replay.
+
+mod sim_support;
+
+use std::path::Path;
+
+use ratesim::Nanos;
+use ratesim::sim::{ArrivalStream, Scenario};
+use sim_support::*;
+
+#[test]
+fn every_bundled_scenario_validates_and_carries_a_description() {
+    let files = bundled();
+    assert!(files.len() >= 7, "bundled scenarios: {files:?}");
+    for path in files {
+        let s = load(&path);
+        s.validate().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            s.description.len() > 40,
+            "{}: description too thin",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn the_sliding_log_never_exceeds_the_limit_on_any_bundled_scenario() {
+    for path in bundled() {
+        let mut s = load(&path);
+        s.set_algorithms(&["sliding_window_log"]).unwrap();
+        let m = &run_quiet(&s).algorithms[0].metrics;
+        assert!(m.allowed > 0, "{}: nothing was admitted", path.display());
+        assert!(
+            m.over_admission <= 1.0 && m.excess == 0,
+            "{}: sliding log over_admission {} excess {}",
+            path.display(),
+            m.over_admission,
+            m.excess
+        );
+    }
+}
+
+#[test]
+fn the_fixed_window_admits_exactly_twice_the_limit_on_burst_toml() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let mut s = load(&path);
+    s.set_algorithms(&["fixed_window"]).unwrap();
+    let report = run_quiet(&s);
+    let fw = &report.algorithms[0];
+    assert_eq!(fw.metrics.over_admission, 2.0, "{:?}", fw.metrics);
+    assert_eq!(fw.metrics.max_in_window, 2 * s.rule.max_requests());
+    let peak = fw.window_counts.iter().map(|w| w.count).max();
+    assert_eq!(
+        peak,
+        Some(2 * s.rule.max_requests()),
+        "the chart shows the spike"
+    );
+}
+
+#[test]
+fn buckets_never_exceed_burst_plus_max_minus_one_over_max_on_any_bundled_scenario() {
+    for path in bundled() {
+        let mut s = load(&path);
+        s.set_algorithms(&["token_bucket", "leaky_bucket", "gcra"])
+            .unwrap();
+        let (max, burst) = (s.rule.max_requests(), s.rule.burst());
+        let bound = (burst + max - 1) as f64 / max as f64;
+        for a in run_quiet(&s).algorithms {
+            assert!(
+                a.metrics.over_admission <= bound,
+                "{} on {}: {} > {bound}",
+                a.name,
+                path.display(),
+                a.metrics.over_admission
+            );
+        }
+    }
+}
+
+#[test]
+fn every_built_in_retry_after_is_exact_on_every_bundled_scenario() {
+    for path in bundled() {
+        for a in run_quiet(&load(&path)).algorithms {
+            let m = &a.metrics;
+            assert_eq!(
+                (m.retry_after_too_early, m.retry_after_too_late),
+                (0, 0),
+                "{} on {}: {} exact",
+                a.name,
+                path.display(),
+                m.retry_after_exact
+            );
+            assert_eq!(
+                m.retry_after_secs_too_early, 0,
+                "{}: a rounded-up header is never early",
+                a.name
+            );
+        }
+    }
+}
+
+#[test]
+fn trace_replay_reproduces_the_trace_to_the_nanosecond() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/trace_replay.toml");
+    let s = load(&path);
+    let text = std::fs::read_to_string(path.parent().unwrap().join("traces/sample.csv")).unwrap();
+    let expected: Vec<(Nanos, String, u64)> = text
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            let time = Nanos::parse_decimal_secs(f[0]).unwrap();
+            (
+                time,
+                f[1].to_string(),
+                f.get(2).map_or(1, |c| c.parse().unwrap()),
+            )
+        })
+        .filter(|(t, _, _)| *t < s.duration)
+        .collect();
+    assert!(expected.iter().any(|(t, _, _)| t.as_u64() == 2_000_000_001));
+    let (_, parts) = run_capturing(&s, 1);
+    for rows in parts {
+        let got: Vec<(Nanos, String, u64)> = rows
+            .iter()
+            .map(|r| (r.time, r.key.clone(), r.cost))
+            .collect();
+        assert_eq!(got, expected, "{}", rows[0].algorithm);
+        let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, (0..expected.len() as u64).collect::<Vec<_>>());
+    }
+}
+
+const BASE: &str =
+    "name = \"t\"\nduration = \"10s\"\n[limit]\nmax_requests = 5\nwindow = \"10s\"\n";
+
+fn error_of(text: &str) -> String {
+    match Scenario::parse(text, Path::new("dir/bad.toml")) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn scenario_errors_name_the_file_line_and_column_and_what_was_expected() {
+    let cases = [
+        // (text appended to BASE, expected prefix, expected words)
+        (
+            "[[traffic]]\nkind = \"poisson\"\nrate = 1\ncolour = 3\n",
+            "dir/bad.toml:9:1: ",
+            "colour",
+        ),
+        (
+            "[[traffic]]\nkind = \"poison\"\nrate = 1\n",
+            "dir/bad.toml:7:8: ",
+            "expected one of",
+        ),
+        (
+            "[[traffic]]\nkind = \"poisson\"\nrate = 1\nsize = 3\n",
+            "dir/bad.toml:9:8: ",
+            "does not apply",
+        ),
+        (
+            "[[traffic]]\nkind = \"poisson\"\nrate = -2\n",
+            "dir/bad.toml:8:8: ",
+            "negative",
+        ),
+        (
+            "[[traffic]]\nkind = \"poisson\"\nrate = 0\n",
+            "dir/bad.toml:8:8: ",
+            "above zero",
+        ),
+        (
+            "[[traffic]]\nkind = \"uniform\"\n",
+            "dir/bad.toml:7:8: ",
+            "needs `rate`",
+        ),
+        (
+            "[[traffic]]\nkind = \"boundary_burst\"\nsize = 2\nspread = \"5s\"\n",
+            "dir/bad.toml:9:10: ",
+            "half the period",
+        ),
+        (
+            "[[traffic]]\nkind = \"uniform\"\nrate = 1\n[client]\nkind = \"open\"\nmax_retries = 2\n",
+            "dir/bad.toml:11:15: ",
+            "only to kind = \"retry\"",
+        ),
+    ];
+    for (tail, prefix, words) in cases {
+        let err = error_of(&format!("{BASE}{tail}"));
+        assert!(err.starts_with(prefix), "expected {prefix}…, got: {err}");
+        assert!(err.contains(words), "expected {words:?} in: {err}");
+    }
+}
+
+#[test]
+fn unknown_fields_are_rejected_everywhere() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    for (text, field) in [
+        (format!("{BASE}colour = 1\n{traffic}"), "colour"),
+        (format!("{BASE}brust = 3\n{traffic}"), "brust"),
+        (
+            format!("{BASE}{traffic}[client]\nkind = \"retry\"\nretries = 2\n"),
+            "retries",
+        ),
+    ] {
+        let err = error_of(&text);
+        assert!(
+            err.contains(field) && err.contains("unknown field"),
+            "{err}"
+        );
+        assert!(err.starts_with("dir/bad.toml:"), "{err}");
+    }
+}
+
+#[test]
+fn bad_durations_and_algorithms_point_at_their_value() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let err = error_of(&format!(
+        "{}{traffic}",
+        BASE.replace("\"10s\"\n[limit]", "\"10 parsecs\"\n[limit]")
+    ));
+    assert!(
+        err.starts_with("dir/bad.toml:2:12: ") && err.contains("unit"),
+        "{err}"
+    );
+    let err = error_of(&format!(
+        "algorithms = [\"gcra\", \"token_buckett\"]\n{BASE}{traffic}"
+    ));
+    assert!(
+        err.starts_with("dir/bad.toml:1:23: ") && err.contains("token_bucket"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario_path = dir.path().join("s.toml");
+    let text = format!("{BASE}[[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n");
+    let cases = [
+        ("0,a\n2,a\n1,b\n", ":3:", "earlier than the previous"),
+        ("time_s,key\n0,a\n-1,b\n", ":3:", "negative"),
+        ("0,a\nzero,b\n", ":2:", "bad time_s"),
+        ("0,a,1\n1,a,x\n", ":2:", "bad cost"),
+        ("0,a\n1\n", ":2:", "fields"),
+        ("0,a\n0.0000000001,b\n", ":2:", "finer than one nanosecond"),
+    ];
+    for (csv, line, words) in cases {
+        std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+        let s = parse_at(&text, &scenario_path);
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains(&format!("t.csv{line}")), "{csv:?}: {err}");
+        assert!(err.contains(words), "{csv:?}: {err}");
+        // The run reports the same problem instead of panicking.
+        let run_err = ratesim::sim::run(&s, &Default::default(), &mut |_| {
+            Ok(Box::new(ratesim::sim::NoopSink))
+        })
+        .unwrap_err();
+        assert_eq!(run_err.to_string(), err);
+    }
+    let missing = parse_at(&text.replace("t.csv", "nope.csv"), &scenario_path);
+    assert!(
+        missing
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("nope.csv: cannot open")
+    );
+}
+
+#[test]
+fn arrivals_come_in_time_order_across_sources() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/poisson.toml");
+    let mut s = load(&path);
+    s.traffic.push(s.traffic[0].clone());
+    s.seed = 99;
+    let mut stream = ArrivalStream::new(&s).unwrap();
+    let mut last = Nanos::ZERO;
+    let mut n = 0;
+    while let Some((seq, a)) = stream.next_arrival().unwrap() {
+        assert!(
+            a.time >= last,
+            "arrival {seq} at {:?} before {last:?}",
+            a.time
+        );
+        assert_eq!(seq, n);
+        last = a.time;
+        n += 1;
+    }
+    assert!(n > 1000);
+}
