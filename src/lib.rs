@@ -42,6 +42,7 @@ pub mod demo;
 pub mod limiter;
 pub mod middleware;
 pub mod registry;
+pub mod report;
 pub mod rule;
 mod sync;
 pub mod time;

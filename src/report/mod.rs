@@ -1,0 +1,11 @@
+//! Report renderers: files, CSV, the terminal table, progress bars and PNG charts.
+//!
+//! Everything here is a pure function (or a streaming writer) over plain input structs
+//! defined in this module tree: the report layer reads results, it must not drive or
+//! depend on the simulator. A thin glue layer maps simulator results to these inputs.
+//! Floats appear only here, at the display edge; times in CSV are exact decimals
+//! from [`Nanos`](crate::Nanos).
+
+pub mod output;
+
+pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir};
