@@ -6,6 +6,11 @@
 //! Floats appear only here, at the display edge; times in CSV are exact decimals
 //! from [`Nanos`](crate::Nanos).
 
+pub mod csvout;
 pub mod output;
 
+pub use csvout::{
+    DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, write_csv_rows,
+    write_csv_rows_to, write_json, write_summary,
+};
 pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir};
