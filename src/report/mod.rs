@@ -8,9 +8,15 @@
 
 pub mod csvout;
 pub mod output;
+pub mod progress;
+pub mod summary;
+pub mod table;
 
 pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, write_csv_rows,
     write_csv_rows_to, write_json, write_summary,
 };
 pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir};
+pub use progress::Progress;
+pub use summary::SummaryRow;
+pub use table::{TableOptions, render_summary_table};
