@@ -6,12 +6,18 @@
 //! Floats appear only here, at the display edge; times in CSV are exact decimals
 //! from [`Nanos`](crate::Nanos).
 
+pub mod charts;
 pub mod csvout;
 pub mod output;
 pub mod progress;
 pub mod summary;
 pub mod table;
 
+pub use charts::{
+    ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
+    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, render_over_admission,
+    render_timeline, render_window_counts,
+};
 pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, write_csv_rows,
     write_csv_rows_to, write_json, write_summary,
