@@ -381,4 +381,31 @@ fn write_charts_for_viewing() {
     render_timeline(&f.timeline, &dir.join("timeline.png")).unwrap();
     render_window_counts(&f.windows, &dir.join("window_counts.png")).unwrap();
     render_over_admission(&f.bars, &dir.join("over_admission.png")).unwrap();
+
+    // A big run: an hour of on/off traffic, 10-minute phases, a million decisions per lane.
+    let mut lanes = Vec::new();
+    for (a, name) in ALGORITHMS.iter().enumerate() {
+        let mut binner = TimelineBinner::new(3600.0, 400);
+        for i in 0..1_000_000u64 {
+            let t = i as f64 * 0.0036;
+            let busy = ((t / 600.0).floor() as u64).is_multiple_of(2);
+            let allowed = if busy {
+                (i + a as u64).is_multiple_of(3)
+            } else {
+                !i.is_multiple_of(10)
+            };
+            binner.record(t, allowed);
+        }
+        lanes.push(TimelineLane {
+            algorithm: name.to_string(),
+            marks: TimelineMarks::Buckets(binner.into_buckets()),
+        });
+    }
+    let big = TimelineChart {
+        title: "on_off: decisions over an hour (binned)".into(),
+        duration_s: 3600.0,
+        window_s: Some(60.0),
+        lanes,
+    };
+    render_timeline(&big, &dir.join("timeline_binned.png")).unwrap();
 }

@@ -3,6 +3,7 @@
 use std::fs;
 
 use ratesim::Nanos;
+use ratesim::report::SummaryRow;
 use ratesim::report::csvout::{
     DECISIONS_HEADER, DecisionCsvWriter, DecisionRecord, WINDOW_COUNTS_HEADER, WindowCountRecord,
     WindowCountsCsvWriter, write_summary,
@@ -175,11 +176,36 @@ fn summary_json_agrees_with_summary_csv() {
         },
     ];
     let (csv_path, json_path) = write_summary(dir.path(), &rows).unwrap();
+    assert_json_agrees_with_csv(&csv_path, &json_path, 3);
+}
+
+#[test]
+fn summary_rows_with_missing_metrics_agree_between_csv_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fixed = SummaryRow::new("fixed_window", 40, 80, 10, 5);
+    fixed.false_allow = Some(5);
+    fixed.retry_late = Some(3);
+    let empty = SummaryRow::new("gcra", 0, 0, 0, 0); // NaN ratios
+    let (csv_path, json_path) = write_summary(dir.path(), &[fixed, empty]).unwrap();
+    assert_json_agrees_with_csv(&csv_path, &json_path, 2);
+    let text = fs::read_to_string(&csv_path).unwrap();
+    assert!(
+        text.starts_with("algorithm,allowed,denied,allow_rate,max_in_window,limit,over_admission,"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fixed_window,40,80,0.3333333333333333,10,5,2.0,0,5,,,,3\n"),
+        "{text}"
+    );
+}
+
+fn assert_json_agrees_with_csv(csv_path: &std::path::Path, json_path: &std::path::Path, n: usize) {
     let json: Vec<serde_json::Map<String, serde_json::Value>> =
         serde_json::from_str(&fs::read_to_string(json_path).unwrap()).unwrap();
     let mut reader = csv::Reader::from_path(csv_path).unwrap();
     let headers = reader.headers().unwrap().clone();
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), n);
     assert_eq!(records.len(), json.len());
     for (record, object) in records.iter().zip(&json) {
         assert_eq!(headers.len(), object.len());
@@ -205,27 +231,43 @@ fn decisions_csv_throughput() {
     let n: u64 = 5_000_000;
     let keys: Vec<String> = (0..100).map(|i| format!("client_{i}")).collect();
     let algorithms = ["token_bucket", "fixed_window", "sliding_window_counter"];
+    let record = |i: u64| DecisionRecord {
+        algorithm: algorithms[(i % 3) as usize],
+        seq: i,
+        attempt: 0,
+        time: Nanos::new(i * 12_345_679),
+        key: &keys[(i % 100) as usize],
+        cost: 1,
+        allowed: !i.is_multiple_of(4),
+        remaining: i % 5,
+        retry_after: Nanos::new((i % 4) * 1_250_000_001),
+    };
+
     let mut writer = DecisionCsvWriter::from_writer(std::io::sink()).unwrap();
     let start = std::time::Instant::now();
     for i in 0..n {
-        writer
-            .write(&DecisionRecord {
-                algorithm: algorithms[(i % 3) as usize],
-                seq: i,
-                attempt: 0,
-                time: Nanos::new(i * 12_345_679),
-                key: &keys[(i % 100) as usize],
-                cost: 1,
-                allowed: i % 4 != 0,
-                remaining: i % 5,
-                retry_after: Nanos::new((i % 4) * 1_250_000_001),
-            })
-            .unwrap();
+        writer.write(&record(i)).unwrap();
     }
     writer.into_inner().unwrap();
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "{n} rows in {secs:.3} s: {:.2} M rows/s",
+        "to a sink: {n} rows in {secs:.3} s: {:.2} M rows/s",
+        n as f64 / secs / 1e6
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("decisions.csv");
+    let start = std::time::Instant::now();
+    let mut writer = DecisionCsvWriter::create(&path).unwrap();
+    for i in 0..n {
+        writer.write(&record(i)).unwrap();
+    }
+    writer.finish().unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    let bytes = fs::metadata(&path).unwrap().len();
+    println!(
+        "to a file (incl. fsync): {n} rows, {} MB in {secs:.3} s: {:.2} M rows/s",
+        bytes / 1_000_000,
         n as f64 / secs / 1e6
     );
 }

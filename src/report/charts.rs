@@ -556,7 +556,25 @@ pub fn draw_timeline<DB: DrawingBackend>(
             LegendMark::Line(BOUNDARY_GREY, 1),
         ));
     }
-    draw_legend_row(&header, (320, 82), &legend)?;
+    let binned_width = input.lanes.iter().find_map(|lane| match &lane.marks {
+        TimelineMarks::Buckets(b) => b.first().map(|b| b.end_s - b.start_s),
+        TimelineMarks::Points(p) if p.len() > MAX_TIMELINE_POINTS => {
+            Some(end / TIMELINE_BINS as f64)
+        }
+        TimelineMarks::Points(_) => None,
+    });
+    let legend_x = if binned_width.is_some() { 120 } else { 320 };
+    draw_legend_row(&header, (legend_x, 82), &legend)?;
+    if let Some(width) = binned_width.filter(|w| w.is_finite() && *w > 0.0) {
+        header.draw(&Text::new(
+            format!(
+                "bar height = decisions per {} s bin",
+                format_seconds(width, width * 10.0)
+            ),
+            ((CHART_WIDTH - 40) as i32, 82),
+            font(LEGEND_SIZE).pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+    }
 
     if n == 0 {
         body.draw(&Text::new(

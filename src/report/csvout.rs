@@ -324,8 +324,8 @@ pub fn write_summary<T: Serialize>(
     dir: &Path,
     rows: &[T],
 ) -> Result<(PathBuf, PathBuf), OutputError> {
-    let csv = write_csv_rows(&dir.join("summary.csv"), rows)?;
-    let json = write_json(&dir.join("summary.json"), rows)?;
+    let csv = write_csv_rows(&dir.join(super::SUMMARY_CSV), rows)?;
+    let json = write_json(&dir.join(super::SUMMARY_JSON), rows)?;
     Ok((csv, json))
 }
 
