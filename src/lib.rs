@@ -43,6 +43,7 @@ pub mod demo;
 pub mod limiter;
 pub mod middleware;
 pub mod registry;
+pub mod report;
 pub mod rule;
 pub mod sim;
 mod sync;

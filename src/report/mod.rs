@@ -1,0 +1,76 @@
+//! Report renderers: files, CSV, the terminal table, progress bars and PNG charts.
+//!
+//! Everything here is a pure function (or a streaming writer) over plain input structs
+//! defined in this module tree: the report layer reads results, it must not drive or
+//! depend on the simulator. A thin glue layer maps simulator results to these inputs.
+//! Floats appear only here, at the display edge; times in CSV are exact decimals
+//! from [`Nanos`](crate::Nanos).
+//!
+//! The order a run uses them in:
+//!
+//! 1. [`prepare_output_dir`] before any long work, so a bad `--out` fails at once;
+//! 2. [`DecisionCsvWriter`] / [`WindowCountsCsvWriter`] streamed while the engine runs
+//!    (each writes under a temporary name; `finish` renames it into place);
+//! 3. [`write_summary`] with [`SummaryRow`]s, [`render_summary_table`] for stdout;
+//! 4. [`render_timeline`], [`render_window_counts`], [`render_over_admission`].
+//!
+//! ```
+//! use ratesim::Nanos;
+//! use ratesim::report::{DecisionCsvWriter, DecisionRecord};
+//!
+//! let mut csv = DecisionCsvWriter::from_writer(Vec::new())?;
+//! csv.write(&DecisionRecord {
+//!     algorithm: "fixed_window",
+//!     seq: 0,
+//!     attempt: 0,
+//!     time: Nanos::new(10_000_000_001),
+//!     key: "user_1",
+//!     cost: 1,
+//!     allowed: false,
+//!     remaining: 0,
+//!     retry_after: Nanos::from_millis(9_900),
+//! })?;
+//! let text = String::from_utf8(csv.into_inner()?)?;
+//! assert_eq!(
+//!     text,
+//!     "algorithm,seq,time_s,key,cost,allowed,remaining,retry_after_s,attempt\n\
+//!      fixed_window,0,10.000000001,user_1,1,false,0,9.9,0\n"
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod charts;
+pub mod csvout;
+pub mod output;
+pub mod progress;
+pub mod summary;
+pub mod table;
+
+/// File name of the per-decision CSV.
+pub const DECISIONS_CSV: &str = "decisions.csv";
+/// File name of the trailing-window count CSV.
+pub const WINDOW_COUNTS_CSV: &str = "window_counts.csv";
+/// File name of the summary CSV.
+pub const SUMMARY_CSV: &str = "summary.csv";
+/// File name of the summary JSON (the same rows as [`SUMMARY_CSV`]).
+pub const SUMMARY_JSON: &str = "summary.json";
+/// File name of the timeline chart.
+pub const TIMELINE_PNG: &str = "timeline.png";
+/// File name of the trailing-window count chart.
+pub const WINDOW_COUNTS_PNG: &str = "window_counts.png";
+/// File name of the over-admission bar chart.
+pub const OVER_ADMISSION_PNG: &str = "over_admission.png";
+
+pub use charts::{
+    ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
+    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, render_over_admission,
+    render_timeline, render_window_counts,
+};
+pub use csvout::{
+    DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, write_csv_rows,
+    write_csv_rows_to, write_json, write_summary,
+};
+pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir};
+pub use progress::Progress;
+pub use summary::SummaryRow;
+pub use table::{TableOptions, render_summary_table};

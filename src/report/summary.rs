@@ -1,0 +1,116 @@
+//! The per-algorithm summary row shared by the terminal table and `summary.csv/json`.
+//!
+//! A plain data carrier filled by the glue layer from simulator metrics; it must not
+//! compute metrics itself beyond the two display ratios in [`SummaryRow::new`].
+
+use serde::{Serialize, Serializer};
+
+/// One algorithm's results: one table row, one `summary.csv` row, one JSON object.
+///
+/// Counts are exact integers; the two ratios are floats because they are only shown.
+/// A ratio that cannot be computed (no requests, zero limit) is NaN and is written as
+/// an empty CSV field / JSON `null` and shown as `n/a`. Metrics that do not apply to a
+/// run (no sliding-log reference, no denials to judge `retry_after` by) are `None`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SummaryRow {
+    /// Registry name of the algorithm.
+    pub algorithm: String,
+    /// Admitted decisions.
+    pub allowed: u64,
+    /// Denied decisions.
+    pub denied: u64,
+    /// `allowed / (allowed + denied)`.
+    #[serde(serialize_with = "finite_or_none")]
+    pub allow_rate: f64,
+    /// Largest admitted count (by cost) in any trailing window of one key.
+    pub max_in_window: u64,
+    /// The rule's `max_requests`.
+    pub limit: u64,
+    /// `max_in_window / limit`; above 1.0 the algorithm let more through than the rule.
+    #[serde(serialize_with = "finite_or_none")]
+    pub over_admission: f64,
+    /// Admissions at which the trailing-window count exceeded the limit.
+    pub excess: u64,
+    /// Allowed here but denied by the exact sliding log on the same stream.
+    pub false_allow: Option<u64>,
+    /// Denied here but allowed by the exact sliding log.
+    pub false_deny: Option<u64>,
+    /// Denials whose `retry_after` was exactly the earliest passing wait.
+    pub retry_exact: Option<u64>,
+    /// Denials whose `retry_after` was too short (a wasted retry).
+    pub retry_early: Option<u64>,
+    /// Denials whose `retry_after` was too long (lost capacity).
+    pub retry_late: Option<u64>,
+}
+
+impl SummaryRow {
+    /// A row with the counts and both ratios filled in, optional metrics `None`.
+    pub fn new(
+        algorithm: impl Into<String>,
+        allowed: u64,
+        denied: u64,
+        max_in_window: u64,
+        limit: u64,
+    ) -> SummaryRow {
+        SummaryRow {
+            algorithm: algorithm.into(),
+            allowed,
+            denied,
+            allow_rate: ratio(allowed, allowed.saturating_add(denied)),
+            max_in_window,
+            limit,
+            over_admission: ratio(max_in_window, limit),
+            excess: 0,
+            false_allow: None,
+            false_deny: None,
+            retry_exact: None,
+            retry_early: None,
+            retry_late: None,
+        }
+    }
+
+    /// True when the algorithm admitted more than the limit in some window.
+    pub fn is_over_admitting(&self) -> bool {
+        self.over_admission > 1.0
+    }
+}
+
+/// `num / den` as a float, NaN when `den` is zero.
+pub fn ratio(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        f64::NAN
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+fn finite_or_none<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    if value.is_finite() {
+        serializer.serialize_some(value)
+    } else {
+        serializer.serialize_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_nan_instead_of_dividing_by_zero() {
+        let row = SummaryRow::new("gcra", 0, 0, 0, 0);
+        assert!(row.allow_rate.is_nan());
+        assert!(row.over_admission.is_nan());
+        assert!(!row.is_over_admitting());
+        let json = serde_json::to_value(&row).unwrap();
+        assert!(json["over_admission"].is_null());
+    }
+
+    #[test]
+    fn fixed_window_at_twice_the_limit_is_over_admitting() {
+        let row = SummaryRow::new("fixed_window", 60, 30, 10, 5);
+        assert_eq!(row.over_admission, 2.0);
+        assert!(row.is_over_admitting());
+        assert!(!SummaryRow::new("sliding_window_log", 30, 60, 5, 5).is_over_admitting());
+    }
+}

@@ -1,0 +1,194 @@
+//! The terminal summary table (comfy-table), one row per algorithm.
+//!
+//! Rendering is a pure function of the rows and [`TableOptions`]; terminal detection is
+//! done once in [`TableOptions::for_stdout`] so tests and pipes get byte-identical
+//! output. This module must not print: the caller decides where the string goes.
+
+use std::ffi::OsStr;
+use std::io::IsTerminal;
+
+use comfy_table::{
+    Attribute, Cell, CellAlignment, Color, ColumnConstraint, ContentArrangement, Table, Width,
+    presets,
+};
+
+use super::summary::SummaryRow;
+
+/// Width used when a terminal reports fewer than [`MIN_TERMINAL_WIDTH`] columns
+/// (a pty reporting 0 would squeeze every column to one character).
+pub const FALLBACK_WIDTH: u16 = 120;
+/// Narrower reported terminal widths are treated as bogus.
+pub const MIN_TERMINAL_WIDTH: u16 = 40;
+
+/// How to render the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TableOptions {
+    /// Emit ANSI colour (over-admission in bold red). Default: off.
+    pub color: bool,
+    /// Wrap to this many columns (below [`MIN_TERMINAL_WIDTH`], [`FALLBACK_WIDTH`]);
+    /// `None` (the default) never wraps.
+    pub width: Option<u16>,
+}
+
+impl TableOptions {
+    /// No colour, no wrapping: deterministic output for files, pipes and tests.
+    pub fn plain() -> TableOptions {
+        TableOptions::default()
+    }
+
+    /// Options for printing to this process's stdout: colour only on a terminal with
+    /// `NO_COLOR` unset and `TERM` not `dumb`; wrap to the terminal width.
+    pub fn for_stdout() -> TableOptions {
+        let tty = std::io::stdout().is_terminal();
+        let color = color_enabled(
+            std::env::var_os("NO_COLOR").as_deref(),
+            std::env::var_os("TERM").as_deref(),
+            tty,
+        );
+        // comfy-table asks the terminal for its size only when stdout is a tty.
+        let width = if tty {
+            let detected = Table::new().width();
+            Some(match detected {
+                Some(w) if w >= MIN_TERMINAL_WIDTH => w,
+                _ => FALLBACK_WIDTH,
+            })
+        } else {
+            None
+        };
+        TableOptions { color, width }
+    }
+}
+
+/// The colour decision, pure: <https://no-color.org> (any non-empty `NO_COLOR`
+/// disables colour), `TERM=dumb` disables it, and only terminals get colour.
+pub fn color_enabled(no_color: Option<&OsStr>, term: Option<&OsStr>, is_tty: bool) -> bool {
+    let no_color = no_color.is_some_and(|v| !v.is_empty());
+    let dumb = term.is_some_and(|t| t == "dumb");
+    is_tty && !no_color && !dumb
+}
+
+/// Column headers of the summary table.
+pub const HEADERS: [&str; 9] = [
+    "algorithm",
+    "allowed",
+    "denied",
+    "allow\nrate",
+    "max in window\n/ limit",
+    "over-\nadmission",
+    "excess",
+    "vs sliding log\nfalse allow/deny",
+    "retry_after\nexact/early/late",
+];
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "–".to_string(), |n| n.to_string())
+}
+
+fn percent(rate: f64) -> String {
+    if rate.is_finite() {
+        format!("{:.1}%", rate * 100.0)
+    } else {
+        "n/a".to_string()
+    }
+}
+
+fn times(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{ratio:.2}×")
+    } else {
+        "n/a".to_string()
+    }
+}
+
+fn triple(a: Option<u64>, b: Option<u64>, c: Option<u64>) -> String {
+    if a.is_none() && b.is_none() && c.is_none() {
+        "–".to_string()
+    } else {
+        format!("{}/{}/{}", opt(a), opt(b), opt(c))
+    }
+}
+
+/// Renders the summary table as a string (no trailing newline).
+///
+/// Over-admission above 1.0 is bold red when `options.color` is set; without colour
+/// the output contains no escape codes at all.
+pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> String {
+    let mut table = Table::new();
+    table.load_style(presets::UTF8_FULL_CONDENSED);
+    // Never consult the real terminal here: options carry the decision.
+    table.force_no_tty();
+    if options.color {
+        table.enforce_styling();
+    }
+    match options.width {
+        Some(width) => {
+            table
+                .set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(if width < MIN_TERMINAL_WIDTH {
+                    FALLBACK_WIDTH
+                } else {
+                    width
+                });
+        }
+        None => {
+            table.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
+    table.set_header(
+        HEADERS
+            .iter()
+            .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
+    );
+    for row in rows {
+        let mut over = Cell::new(times(row.over_admission));
+        if options.color && row.is_over_admitting() {
+            over = over.fg(Color::Red).add_attribute(Attribute::Bold);
+        }
+        table.add_row(vec![
+            Cell::new(&row.algorithm),
+            Cell::new(row.allowed),
+            Cell::new(row.denied),
+            Cell::new(percent(row.allow_rate)),
+            Cell::new(format!("{} / {}", row.max_in_window, row.limit)),
+            over,
+            Cell::new(row.excess),
+            Cell::new(if row.false_allow.is_none() && row.false_deny.is_none() {
+                "–".to_string()
+            } else {
+                format!("{}/{}", opt(row.false_allow), opt(row.false_deny))
+            }),
+            Cell::new(triple(row.retry_exact, row.retry_early, row.retry_late)),
+        ]);
+    }
+    // Algorithm names never wrap: they are what the reader scans for.
+    let longest = rows
+        .iter()
+        .map(|r| r.algorithm.chars().count())
+        .chain([HEADERS[0].len()])
+        .max()
+        .unwrap_or(0);
+    if let Some(column) = table.column_mut(0) {
+        let width = u16::try_from(longest).unwrap_or(u16::MAX).min(40);
+        column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(width)));
+    }
+    for index in 1..HEADERS.len() {
+        if let Some(column) = table.column_mut(index) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_wins_and_empty_no_color_is_ignored() {
+        assert!(color_enabled(None, Some(OsStr::new("xterm")), true));
+        assert!(!color_enabled(Some(OsStr::new("1")), None, true));
+        assert!(color_enabled(Some(OsStr::new("")), None, true));
+        assert!(!color_enabled(None, Some(OsStr::new("dumb")), true));
+        assert!(!color_enabled(None, None, false));
+    }
+}
