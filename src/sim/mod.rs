@@ -33,7 +33,7 @@ mod metrics;
 mod scenario;
 mod traffic;
 
-pub use engine::{RunOptions, run};
+pub use engine::{PROGRESS_STEPS, RunOptions, run};
 pub use metrics::{
     LatencyHistogram, Metrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES, WindowSample,
 };
