@@ -1,13 +1,37 @@
-//! The clap front end: parse, call the library, map errors to exit codes. No logic.
+//! The clap front end: parse arguments, call `sim` and `report`, print, and map errors
+//! to exit codes (0 ok, 1 failure, 2 bad input). No rate-limiting or reporting logic.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
+use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
+use ratesim::{Nanos, Registry, Rule, bundled};
 
-/// Exact rate-limiter algorithms, simulated side by side.
+const EXAMPLES_RUN: &str = "Examples:
+  ratesim run scenarios/burst.toml
+  ratesim run scenarios/poisson.toml --algos fixed_window,sliding_window_log --seed 3
+  ratesim run scenarios/zipf_keys.toml --no-decisions --format json > summary.json";
+
+const EXAMPLES_COMPARE: &str = "Examples:
+  ratesim compare --algos all
+  ratesim compare --limit 100/60s
+  ratesim compare --scenario scenarios/on_off.toml --scenario scenarios/zipf_keys.toml";
+
+/// Exact rate-limiter algorithms, simulated side by side on identical traffic.
+///
+/// ratesim drives token bucket, leaky bucket, fixed window, sliding window log, sliding
+/// window counter and GCRA with the same fake-clock arrival stream and measures, exactly,
+/// how far each strays from the limit: the most requests admitted in any window, false
+/// allows and denies against the exact sliding log, and whether `retry_after` is honest.
 #[derive(Debug, Parser)]
-#[command(name = "ratesim", version, about, long_about = None)]
+#[command(name = "ratesim", version, propagate_version = true)]
+#[command(
+    after_help = "Start with `ratesim run scenarios/burst.toml`, then look at output/burst/."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,52 +39,431 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Simulate one scenario file and write tables, CSVs and charts.
+    ///
+    /// Writes decisions.csv, window_counts.csv, summary.csv, summary.json and three PNG
+    /// charts to output/<scenario>/ (or --out), and prints the summary on stdout.
+    #[command(after_help = EXAMPLES_RUN)]
+    Run {
+        /// The scenario file (TOML; see docs/scenarios.md).
+        scenario: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Run several scenarios and compare the algorithms' over-admission side by side.
+    ///
+    /// Without --scenario, runs the built-in suite: uniform, Poisson and boundary-burst
+    /// traffic. Each scenario's files go to <out>/<scenario>/ (default output/).
+    #[command(after_help = EXAMPLES_COMPARE)]
+    Compare {
+        /// A scenario file to include (repeat for several). Default: the built-in suite.
+        #[arg(long = "scenario", value_name = "FILE")]
+        scenarios: Vec<PathBuf>,
+        /// Replace every scenario's limit, as MAX/WINDOW (e.g. 100/60s, 5/10s, 10/250ms).
+        #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
+        limit: Option<Rule>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Check scenario files without running them (also reads any trace through).
+    Validate {
+        /// The scenario files.
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+    },
+    /// List the algorithms (with their worst case in any window) and bundled scenarios.
+    List,
     /// Print the seed's deterministic demo: 5 requests / 10 s on every algorithm.
     Demo,
-    /// List the algorithms with one-line descriptions.
-    List,
 }
 
-/// Runs the CLI and returns the process exit code (0 ok, 1 failure, 2 bad input).
+/// Flags shared by `run` and `compare`.
+#[derive(Debug, Args)]
+struct Common {
+    /// Algorithms to run, comma-separated, or `all` [default: the scenario's list].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    algos: Option<Vec<String>>,
+    /// Output directory [default: output/<scenario>; for compare, output/].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Override the scenario's random seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How to print the summary on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Skip the PNG charts.
+    #[arg(long)]
+    no_charts: bool,
+    /// Skip decisions.csv (one row per decision: large for long runs).
+    #[arg(long)]
+    no_decisions: bool,
+    /// No progress bar and no list of written files (the summary still prints).
+    #[arg(long, short)]
+    quiet: bool,
+    /// Worker threads (algorithms run in parallel) [default: all cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// A table for people.
+    Table,
+    /// summary.csv's rows.
+    Csv,
+    /// summary.json's content.
+    Json,
+}
+
+/// A failure, classified for the exit code.
+enum Failure {
+    /// Bad input: usage, a scenario or trace, an unknown algorithm, an unusable --out.
+    Input(anyhow::Error),
+    /// Anything else (an I/O error while writing results, ...).
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Failure {
+        Failure::Other(e)
+    }
+}
+
+fn input(e: impl Into<anyhow::Error>) -> Failure {
+    Failure::Input(e.into())
+}
+
+/// Runs the CLI and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
+            // --help and --version are not errors.
             let code = if err.use_stderr() { 2 } else { 0 };
             let _ = err.print();
             return ExitCode::from(code);
         }
     };
-    let text = match cli.command {
-        Command::Demo => ratesim::demo::demo_text(),
-        Command::List => list_text(),
+    match dispatch(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(e)) => report_error(&e, 2),
+        Err(Failure::Other(e)) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS; // `ratesim ... | head`: the reader left
+            }
+            report_error(&e, 1)
+        }
+    }
+}
+
+fn report_error(e: &anyhow::Error, code: u8) -> ExitCode {
+    eprintln!("ratesim: error: {e:#}");
+    ExitCode::from(code)
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn dispatch(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Run { scenario, common } => {
+            let mut scenario = Scenario::load(&scenario).map_err(input)?;
+            apply_overrides(&mut scenario, &common)?;
+            let out = common
+                .out
+                .clone()
+                .unwrap_or_else(|| Path::new("output").join(&scenario.name));
+            let report = simulate(&scenario, &out, &common)?;
+            print_summary(&[report], common.format)
+        }
+        Command::Compare {
+            scenarios,
+            limit,
+            common,
+        } => compare(&scenarios, limit, &common),
+        Command::Validate { scenarios } => validate(&scenarios),
+        Command::List => print(&list_text()),
+        Command::Demo => print(&ratesim::demo::demo_text()),
+    }
+}
+
+fn apply_overrides(scenario: &mut Scenario, common: &Common) -> Result<(), Failure> {
+    if let Some(seed) = common.seed {
+        scenario.seed = seed;
+    }
+    if let Some(algos) = &common.algos {
+        scenario
+            .set_algorithms(algos)
+            .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
+    }
+    Ok(())
+}
+
+/// Runs one scenario and writes every output file into `out`.
+fn simulate(scenario: &Scenario, out: &Path, common: &Common) -> Result<RunReport, Failure> {
+    // Everything that can be wrong with the input is checked before anything is
+    // written: the scenario (and its trace) first, then the output directory.
+    scenario.validate().map_err(input)?;
+    let out = report::prepare_output_dir(out)
+        .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
+    let progress = Progress::new(
+        sim::PROGRESS_STEPS * scenario.algorithms.len() as u64,
+        common.quiet,
+    );
+    progress.set_message(scenario.name.clone());
+    let on_progress = |done: u64, _total: u64| progress.set_position(done);
+    let options = RunOptions {
+        threads: common.threads.map_or_else(default_threads, usize::from),
+        progress: Some(&on_progress),
     };
-    print_quietly(&text)
+    let mut parts = (!common.no_decisions).then(|| DecisionParts::new(&out));
+    let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> {
+        match parts.as_mut() {
+            Some(parts) => parts.sink(),
+            None => Ok(Box::new(NoopSink)),
+        }
+    };
+    let result = sim::run(scenario, &options, &mut sinks);
+    progress.finish();
+    let report = result.map_err(|e| match e {
+        SimError::Sink { .. } => Failure::Other(e.into()),
+        _ => input(e),
+    })?;
+    let mut written = Vec::new();
+    if let Some(parts) = parts {
+        written.push(parts.finish().context("cannot write decisions.csv")?);
+    }
+    let charts = !common.no_charts;
+    written.extend(
+        report::write_run(&report, &out, WriteOptions { charts })
+            .context("cannot write the results")?,
+    );
+    if !common.quiet {
+        let mut err = std::io::stderr().lock();
+        for path in written {
+            let _ = writeln!(err, "wrote {}", path.display());
+        }
+    }
+    Ok(report)
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<(), Failure> {
+    // Load everything first so a bad file fails before any run.
+    let mut scenarios = Vec::new();
+    if files.is_empty() {
+        for file in bundled::COMPARE_SUITE {
+            let text = bundled::scenario(file).context("the built-in suite is incomplete")?;
+            let origin = Path::new("scenarios").join(file);
+            scenarios.push(Scenario::parse(text, &origin).map_err(input)?);
+        }
+    } else {
+        for file in files {
+            scenarios.push(Scenario::load(file).map_err(input)?);
+        }
+    }
+    for scenario in &mut scenarios {
+        if let Some(rule) = limit {
+            scenario.rule = rule;
+        }
+        apply_overrides(scenario, common)?;
+    }
+    let root = common
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("output"));
+    let mut reports = Vec::new();
+    for scenario in &scenarios {
+        reports.push(simulate(scenario, &root.join(&scenario.name), common)?);
+    }
+    print_summary(&reports, common.format)
+}
+
+fn validate(files: &[PathBuf]) -> Result<(), Failure> {
+    let mut text = String::new();
+    for file in files {
+        let scenario = Scenario::load(file).map_err(input)?;
+        scenario.validate().map_err(input)?;
+        text.push_str(&format!(
+            "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {})\n",
+            file.display(),
+            scenario.name,
+            scenario.traffic.len(),
+            plural(scenario.traffic.len()),
+            scenario.algorithms.len(),
+            plural(scenario.algorithms.len()),
+            scenario.client.name(),
+            scenario.rule,
+        ));
+    }
+    print(&text)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Prints the runs' summaries in the chosen format: one table per run (and a
+/// comparison matrix when there are several), or the summary rows as CSV/JSON.
+fn print_summary(reports: &[RunReport], format: Format) -> Result<(), Failure> {
+    let text = match format {
+        Format::Table => {
+            let options = TableOptions::for_stdout();
+            let mut text = String::new();
+            for r in reports {
+                text.push_str(&format!(
+                    "{} — limit {} per {}\n",
+                    r.scenario, r.rule.max_requests, r.rule.window
+                ));
+                text.push_str(&report::render_summary_table(
+                    &report::summary_rows(r),
+                    options,
+                ));
+                text.push_str("\n\n");
+            }
+            if reports.len() > 1 {
+                text.push_str("Over-admission (most admitted in any window ÷ limit; the sliding log is exact):\n");
+                text.push_str(&comparison_matrix(reports, options));
+                text.push('\n');
+            }
+            text
+        }
+        Format::Csv => {
+            let rows = summary_records(reports);
+            let bytes =
+                report::write_csv_rows_to(Vec::new(), &rows).context("cannot format CSV")?;
+            String::from_utf8(bytes).context("CSV is UTF-8")?
+        }
+        Format::Json => {
+            let rows = summary_records(reports);
+            serde_json::to_string_pretty(&rows).context("cannot format JSON")? + "\n"
+        }
+    };
+    print(&text)
+}
+
+/// summary.csv's rows for every run; with several runs each row also names its
+/// scenario (first column), so the output stays one tidy table.
+fn summary_records(reports: &[RunReport]) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    for r in reports {
+        for a in &r.algorithms {
+            let metrics = serde_json::to_value(&a.metrics).unwrap_or_default();
+            if reports.len() == 1 {
+                rows.push(metrics);
+                continue;
+            }
+            let mut row = serde_json::Map::new();
+            row.insert("scenario".into(), r.scenario.clone().into());
+            if let serde_json::Value::Object(fields) = metrics {
+                row.extend(fields);
+            }
+            rows.push(serde_json::Value::Object(row));
+        }
+    }
+    rows
+}
+
+fn comparison_matrix(reports: &[RunReport], options: TableOptions) -> String {
+    let columns: Vec<String> = reports.iter().map(|r| r.scenario.clone()).collect();
+    let mut algorithms: Vec<&str> = Vec::new();
+    for r in reports {
+        for a in &r.algorithms {
+            if !algorithms.contains(&a.name.as_str()) {
+                algorithms.push(&a.name);
+            }
+        }
+    }
+    let rows: Vec<(String, Vec<f64>)> = algorithms
+        .iter()
+        .map(|&name| {
+            let ratios = reports
+                .iter()
+                .map(|r| {
+                    r.algorithms
+                        .iter()
+                        .find(|a| a.name == name)
+                        .map_or(f64::NAN, |a| a.metrics.over_admission)
+                })
+                .collect();
+            (name.to_string(), ratios)
+        })
+        .collect();
+    report::render_ratio_matrix("algorithm", &columns, &rows, options)
 }
 
 fn list_text() -> String {
-    let registry = ratesim::Registry::default();
+    let registry = Registry::default();
     let width = registry.names().map(str::len).max().unwrap_or(0);
-    let mut out = String::from("Algorithms:\n");
+    let mut out = String::from(
+        "Algorithms (worst case: most admitted in any window of length W, for N per W, burst B):\n",
+    );
     for name in registry.names() {
         let description = registry.description(name).unwrap_or_default();
-        out.push_str(&format!("  {name:<width$}  {description}\n"));
+        let worst = worst_case(name);
+        out.push_str(&format!("  {name:<width$}  {worst:<9}  {description}\n"));
+    }
+    out.push_str("\nBundled scenarios (scenarios/*.toml; `ratesim run scenarios/<file>`):\n");
+    let width = bundled::SCENARIOS
+        .iter()
+        .map(|(f, _)| f.len())
+        .max()
+        .unwrap_or(0);
+    for (file, text) in bundled::SCENARIOS {
+        let summary = match Scenario::parse(text, &Path::new("scenarios").join(file)) {
+            Ok(s) => first_sentence(&s.description),
+            Err(e) => format!("(does not parse: {e})"),
+        };
+        out.push_str(&format!("  {file:<width$}  {summary}\n"));
     }
     out
 }
 
-/// Writes to stdout; a closed pipe (`ratesim demo | head`) ends quietly with success.
-fn print_quietly(text: &str) -> ExitCode {
+/// The analytic worst case of each built-in algorithm, for `list`.
+fn worst_case(name: &str) -> &'static str {
+    match name {
+        "token_bucket" | "leaky_bucket" | "gcra" => "B + N - 1",
+        "fixed_window" => "2N",
+        "sliding_window_log" => "N",
+        "sliding_window_counter" => "2N - 1",
+        _ => "?",
+    }
+}
+
+fn first_sentence(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.find(". ") {
+        Some(i) => flat[..=i].to_string(),
+        None => flat,
+    }
+}
+
+/// Parses `--limit MAX/WINDOW`, e.g. `100/60s`.
+fn parse_limit(text: &str) -> Result<Rule, String> {
+    let (max, window) = text
+        .split_once('/')
+        .ok_or_else(|| format!("expected MAX/WINDOW like 100/60s, found `{text}`"))?;
+    let max: u64 = max
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{max}` is not a whole number of requests (in `{text}`)"))?;
+    let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
+    Rule::new(max, window).map_err(|e| e.to_string())
+}
+
+/// Writes to stdout; a closed pipe (`ratesim demo | head`) ends quietly.
+fn print(text: &str) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
-    match stdout
+    stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
-    {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ratesim: cannot write to stdout: {e}");
-            ExitCode::from(1)
-        }
-    }
+        .context("cannot write to stdout")?;
+    Ok(())
 }

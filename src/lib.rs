@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod algorithm;
+pub mod bundled;
 pub mod composite;
 pub mod demo;
 pub mod limiter;

@@ -29,28 +29,9 @@ pub const DECISIONS_HEADER: [&str; 9] = [
 /// The exact header of `window_counts.csv`.
 pub const WINDOW_COUNTS_HEADER: [&str; 4] = ["algorithm", "key", "time_s", "count"];
 
-/// One row of `decisions.csv`: one decision for one (algorithm, request attempt).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DecisionRecord<'a> {
-    /// Registry name of the algorithm (`fixed_window`, …).
-    pub algorithm: &'a str,
-    /// 0-based index of the arrival in the merged stream; a retry keeps its arrival's.
-    pub seq: u64,
-    /// 0 for the first try, then 1, 2, … for retries.
-    pub attempt: u32,
-    /// When the decision was made.
-    pub time: Nanos,
-    /// The client key.
-    pub key: &'a str,
-    /// Units requested.
-    pub cost: u64,
-    /// Whether the request was admitted.
-    pub allowed: bool,
-    /// Units left after the decision.
-    pub remaining: u64,
-    /// The advertised wait (zero when allowed).
-    pub retry_after: Nanos,
-}
+/// One row of `decisions.csv`: the simulator's own decision row, so the engine's
+/// sinks and this writer share one definition.
+pub type DecisionRecord<'a> = crate::sim::DecisionRow<'a>;
 
 /// One row of `window_counts.csv`: the trailing-window admitted count of one key at
 /// one instant, what the window-count chart plots.

@@ -43,6 +43,7 @@ pub mod charts;
 pub mod csvout;
 pub mod output;
 pub mod progress;
+pub mod run;
 pub mod summary;
 pub mod table;
 
@@ -72,5 +73,6 @@ pub use csvout::{
 };
 pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir};
 pub use progress::Progress;
+pub use run::{DecisionParts, ReportError, WriteOptions, summary_rows, write_run};
 pub use summary::SummaryRow;
-pub use table::{TableOptions, render_summary_table};
+pub use table::{TableOptions, render_ratio_matrix, render_summary_table};

@@ -113,6 +113,63 @@ fn triple(a: Option<u64>, b: Option<u64>, c: Option<u64>) -> String {
 /// Over-admission above 1.0 is bold red when `options.color` is set; without colour
 /// the output contains no escape codes at all.
 pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> String {
+    let mut table = new_table(options);
+    table.set_header(
+        HEADERS
+            .iter()
+            .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
+    );
+    for row in rows {
+        let over = ratio_cell(row.over_admission, options);
+        table.add_row(vec![
+            Cell::new(&row.algorithm),
+            Cell::new(row.allowed),
+            Cell::new(row.denied),
+            Cell::new(percent(row.allow_rate)),
+            Cell::new(format!("{} / {}", row.max_in_window, row.limit)),
+            over,
+            Cell::new(row.excess),
+            Cell::new(if row.false_allow.is_none() && row.false_deny.is_none() {
+                "–".to_string()
+            } else {
+                format!("{}/{}", opt(row.false_allow), opt(row.false_deny))
+            }),
+            Cell::new(triple(row.retry_exact, row.retry_early, row.retry_late)),
+        ]);
+    }
+    finish_table(
+        table,
+        rows.iter().map(|r| r.algorithm.as_str()),
+        HEADERS.len(),
+    )
+}
+
+/// Renders a matrix of over-admission ratios: one row per algorithm, one column per
+/// scenario (what `ratesim compare` prints). Cells above 1.0 are highlighted like the
+/// summary's over-admission column; `NaN` (the algorithm did not run there) is `n/a`.
+pub fn render_ratio_matrix(
+    corner: &str,
+    columns: &[String],
+    rows: &[(String, Vec<f64>)],
+    options: TableOptions,
+) -> String {
+    let mut table = new_table(options);
+    let header = std::iter::once(corner).chain(columns.iter().map(String::as_str));
+    table.set_header(header.map(|h| Cell::new(h).add_attribute(Attribute::Bold)));
+    for (label, ratios) in rows {
+        let cells =
+            std::iter::once(Cell::new(label)).chain(ratios.iter().map(|&r| ratio_cell(r, options)));
+        table.add_row(cells.collect::<Vec<_>>());
+    }
+    finish_table(
+        table,
+        rows.iter().map(|(l, _)| l.as_str()),
+        columns.len() + 1,
+    )
+}
+
+/// A table styled and sized per `options`, with no rows yet.
+fn new_table(options: TableOptions) -> Table {
     let mut table = Table::new();
     table.load_style(presets::UTF8_FULL_CONDENSED);
     // Never consult the real terminal here: options carry the decision.
@@ -134,44 +191,36 @@ pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> Strin
             table.set_content_arrangement(ContentArrangement::Disabled);
         }
     }
-    table.set_header(
-        HEADERS
-            .iter()
-            .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
-    );
-    for row in rows {
-        let mut over = Cell::new(times(row.over_admission));
-        if options.color && row.is_over_admitting() {
-            over = over.fg(Color::Red).add_attribute(Attribute::Bold);
-        }
-        table.add_row(vec![
-            Cell::new(&row.algorithm),
-            Cell::new(row.allowed),
-            Cell::new(row.denied),
-            Cell::new(percent(row.allow_rate)),
-            Cell::new(format!("{} / {}", row.max_in_window, row.limit)),
-            over,
-            Cell::new(row.excess),
-            Cell::new(if row.false_allow.is_none() && row.false_deny.is_none() {
-                "–".to_string()
-            } else {
-                format!("{}/{}", opt(row.false_allow), opt(row.false_deny))
-            }),
-            Cell::new(triple(row.retry_exact, row.retry_early, row.retry_late)),
-        ]);
+    table
+}
+
+/// An over-admission ratio (`1.60×`), bold red above 1.0 when colour is on.
+fn ratio_cell(ratio: f64, options: TableOptions) -> Cell {
+    let cell = Cell::new(times(ratio));
+    if options.color && ratio > 1.0 {
+        cell.fg(Color::Red).add_attribute(Attribute::Bold)
+    } else {
+        cell
     }
-    // Algorithm names never wrap: they are what the reader scans for.
-    let longest = rows
-        .iter()
-        .map(|r| r.algorithm.chars().count())
-        .chain([HEADERS[0].len()])
+}
+
+/// Keeps the first column (names) from wrapping, right-aligns the rest, renders.
+fn finish_table<'a>(
+    mut table: Table,
+    labels: impl Iterator<Item = &'a str>,
+    columns: usize,
+) -> String {
+    // Names never wrap: they are what the reader scans for.
+    let longest = labels
+        .map(|l| l.chars().count())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .max(HEADERS[0].len());
     if let Some(column) = table.column_mut(0) {
         let width = u16::try_from(longest).unwrap_or(u16::MAX).min(40);
         column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(width)));
     }
-    for index in 1..HEADERS.len() {
+    for index in 1..columns {
         if let Some(column) = table.column_mut(index) {
             column.set_cell_alignment(CellAlignment::Right);
         }

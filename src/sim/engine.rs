@@ -114,7 +114,14 @@ pub fn run(
             let Some((name, mut sink)) = take(job) else {
                 continue;
             };
-            let result = simulate(scenario, name, sink.as_mut(), &progress);
+            let result = simulate(scenario, name, sink.as_mut(), &progress).and_then(|report| {
+                // Flush now, so a failed write is an error rather than lost on drop.
+                sink.finish().map_err(|source| SimError::Sink {
+                    algorithm: name.to_string(),
+                    source,
+                })?;
+                Ok(report)
+            });
             *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
         }
     };

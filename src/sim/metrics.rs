@@ -223,54 +223,87 @@ fn expire(w: &mut KeyWindow, window: u64, t: Nanos, on_change: &mut impl FnMut(N
     }
 }
 
-/// Thins a step function to at most [`WINDOW_SAMPLES`] points, keeping each time
-/// bucket's lowest and highest point so no peak is lost.
+/// Keeps a step function to at most [`WINDOW_SAMPLES`] points. Every point is kept
+/// while they fit; past that, each time bucket keeps its first, lowest, highest and
+/// last point: the extremes so no peak (or dip) is lost, and the last so the value that
+/// holds until the next bucket is drawn correctly.
 #[derive(Debug)]
 pub(crate) struct SeriesThinner {
     bucket: u64,
-    /// Per bucket: (low point, high point).
-    points: Vec<Option<(WindowSample, WindowSample)>>,
+    /// Every point, until there are too many; then empty.
+    raw: Vec<WindowSample>,
+    thinning: bool,
+    /// Per bucket: first, low, high, last, each with its push order for sorting.
+    points: Vec<Option<[(u64, WindowSample); 4]>>,
+    pushed: u64,
 }
 
 impl SeriesThinner {
     pub(crate) fn new(duration: Nanos) -> SeriesThinner {
-        let buckets = WINDOW_SAMPLES / 2;
+        let buckets = WINDOW_SAMPLES / 4;
         let bucket = duration.as_u64().div_ceil(buckets).max(1);
         SeriesThinner {
             bucket,
+            raw: Vec::new(),
+            thinning: false,
             points: vec![None; duration.as_u64().div_ceil(bucket) as usize],
+            pushed: 0,
         }
     }
 
     pub(crate) fn push(&mut self, time: Nanos, count: u64) {
-        let sample = WindowSample { time, count };
+        if !self.thinning {
+            // The count at an instant is the count after everything that happened at
+            // it: a later change at the same instant replaces the earlier one.
+            if let Some(last) = self.raw.last_mut().filter(|s| s.time == time) {
+                last.count = count;
+                return;
+            }
+            if (self.raw.len() as u64) < WINDOW_SAMPLES {
+                self.raw.push(WindowSample { time, count });
+                return;
+            }
+            self.thinning = true;
+            for s in std::mem::take(&mut self.raw) {
+                self.thin(s.time, s.count);
+            }
+        }
+        self.thin(time, count);
+    }
+
+    fn thin(&mut self, time: Nanos, count: u64) {
+        let sample = (self.pushed, WindowSample { time, count });
+        self.pushed += 1;
         let Some(slot) = self.points.get_mut((time.as_u64() / self.bucket) as usize) else {
             return;
         };
         match slot {
-            None => *slot = Some((sample, sample)),
-            Some((low, high)) => {
-                if count < low.count {
+            None => *slot = Some([sample; 4]),
+            Some([_, low, high, last]) => {
+                if count < low.1.count {
                     *low = sample;
                 }
-                if count > high.count {
+                if count > high.1.count {
                     *high = sample;
                 }
+                *last = sample;
             }
         }
     }
 
     pub(crate) fn finish(self) -> Vec<WindowSample> {
+        if !self.thinning {
+            return self.raw;
+        }
         let mut out = Vec::new();
-        for (low, high) in self.points.into_iter().flatten() {
-            let (a, b) = if low.time <= high.time {
-                (low, high)
-            } else {
-                (high, low)
-            };
-            out.push(a);
-            if b != a {
-                out.push(b);
+        for mut kept in self.points.into_iter().flatten() {
+            kept.sort_by_key(|(order, _)| *order);
+            let mut previous = None;
+            for (order, sample) in kept {
+                if previous != Some(order) {
+                    out.push(sample);
+                    previous = Some(order);
+                }
             }
         }
         out
@@ -409,5 +442,50 @@ mod tests {
         assert!(out.len() as u64 <= WINDOW_SAMPLES, "{} samples", out.len());
         assert_eq!(out.iter().map(|s| s.count).max(), Some(996));
         assert!(out.windows(2).all(|p| p[0].time <= p[1].time), "time order");
+    }
+
+    #[test]
+    fn short_series_keep_every_instant() {
+        let mut t = SeriesThinner::new(Nanos::from_secs(60));
+        for i in 0..300 {
+            t.push(Nanos::new(i / 3), i); // three changes per instant
+        }
+        let expected: Vec<_> = (0..100)
+            .map(|i| WindowSample {
+                time: Nanos::new(i),
+                count: 3 * i + 2,
+            })
+            .collect();
+        assert_eq!(
+            t.finish(),
+            expected,
+            "one point per instant: its final value"
+        );
+    }
+
+    #[test]
+    fn thinning_keeps_the_value_each_bucket_ends_on() {
+        // Within one bucket the count drops from 5 to 0 and climbs back to 5; the
+        // step that holds afterwards is the final 5, not the dip.
+        let mut t = SeriesThinner::new(Nanos::from_secs(60));
+        for i in 0..WINDOW_SAMPLES {
+            t.push(Nanos::new(i), 1); // enough points to force thinning
+        }
+        let (a, b) = (Nanos::new(19_999_999_999), Nanos::from_secs(20));
+        t.push(a, 5);
+        t.push(b, 0);
+        for c in 1..=5 {
+            t.push(b, c);
+        }
+        let out = t.finish();
+        assert_eq!(
+            out.last(),
+            Some(&WindowSample { time: b, count: 5 }),
+            "{out:?}"
+        );
+        assert!(
+            out.contains(&WindowSample { time: b, count: 0 }),
+            "the dip is kept too"
+        );
     }
 }

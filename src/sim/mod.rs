@@ -76,6 +76,11 @@ pub struct DecisionRow<'a> {
 pub trait DecisionSink: Send {
     /// Takes one decision.
     fn record(&mut self, row: &DecisionRow<'_>) -> std::io::Result<()>;
+
+    /// Called once after the algorithm's last decision: flush anything buffered.
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A sink that drops every row, for runs that need only the summary.

@@ -1,0 +1,315 @@
+//! From one simulator run to its files: `decisions.csv` (streamed while the engine
+//! runs), `window_counts.csv`, `summary.csv`/`summary.json` and the three charts.
+//!
+//! This is the glue between `sim`'s results and the pure writers and renderers of this
+//! layer. It reads a finished [`RunReport`]; it never drives the engine.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::charts::{
+    ChartError, OverAdmissionChart, TimelineBucket, TimelineChart, TimelineLane, TimelineMarks,
+    TimelinePoint, WindowCountChart, WindowCountSeries, render_over_admission, render_timeline,
+    render_window_counts,
+};
+use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
+use super::output::{AtomicFile, OutputError, TempPath};
+use super::summary::SummaryRow;
+use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport};
+use crate::time::Nanos;
+
+/// Why writing a run's outputs failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A CSV or JSON file.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// A chart.
+    #[error(transparent)]
+    Chart(#[from] ChartError),
+}
+
+/// `decisions.csv`, assembled from one part file per algorithm.
+///
+/// The engine may run algorithms on several threads; each writes its own part (so
+/// rows never interleave), and [`DecisionParts::finish`] concatenates the parts in
+/// algorithm order under one header, atomically. Parts are hidden temporary files,
+/// removed however the run ends.
+#[derive(Debug)]
+pub struct DecisionParts {
+    dir: PathBuf,
+    parts: Vec<TempPath>,
+}
+
+struct PartSink {
+    writer: Option<DecisionCsvWriter<BufWriter<File>>>,
+}
+
+impl DecisionSink for PartSink {
+    fn record(&mut self, row: &DecisionRow<'_>) -> io::Result<()> {
+        match self.writer.as_mut() {
+            Some(w) => w.write(row).map_err(io::Error::other),
+            None => Err(io::Error::other("decision part written after finish")),
+        }
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        match self.writer.take() {
+            Some(w) => w.into_inner().map_err(io::Error::other)?.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl DecisionParts {
+    /// Parts for `decisions.csv` in `dir` (which must exist).
+    pub fn new(dir: &Path) -> DecisionParts {
+        DecisionParts {
+            dir: dir.to_path_buf(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// A sink for the next algorithm's decisions (call once per algorithm, in order).
+    pub fn sink(&mut self) -> io::Result<Box<dyn DecisionSink>> {
+        let name = format!("decisions.part{}.csv", self.parts.len());
+        let part = TempPath::new(&self.dir.join(name)).map_err(io::Error::other)?;
+        let file = File::create(part.temp_path())?;
+        let writer = DecisionCsvWriter::from_writer(BufWriter::with_capacity(1 << 16, file))
+            .map_err(io::Error::other)?;
+        self.parts.push(part);
+        Ok(Box::new(PartSink {
+            writer: Some(writer),
+        }))
+    }
+
+    /// Concatenates the parts into `decisions.csv` (one header) and removes them.
+    pub fn finish(self) -> Result<PathBuf, OutputError> {
+        let path = self.dir.join(super::DECISIONS_CSV);
+        let mut out = AtomicFile::create(&path)?;
+        let write_error = |source| OutputError::Write {
+            path: path.clone(),
+            source,
+        };
+        for (i, part) in self.parts.iter().enumerate() {
+            let mut reader = BufReader::new(File::open(part.temp_path()).map_err(write_error)?);
+            let mut header = String::new();
+            reader.read_line(&mut header).map_err(write_error)?;
+            if i == 0 {
+                out.write_all(header.as_bytes()).map_err(write_error)?;
+            }
+            io::copy(&mut reader, &mut out).map_err(write_error)?;
+        }
+        out.finish()
+        // `self.parts` drops here and removes every part file.
+    }
+}
+
+/// What [`write_run`] writes besides the CSV/JSON files.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// Render the three PNG charts.
+    pub charts: bool,
+}
+
+/// Writes `window_counts.csv`, `summary.csv`, `summary.json` and (optionally) the
+/// charts for `report` into `dir`; returns the paths written, in that order.
+pub fn write_run(
+    report: &RunReport,
+    dir: &Path,
+    options: WriteOptions,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let mut written = vec![write_window_counts(report, dir)?];
+    let metrics: Vec<_> = report.algorithms.iter().map(|a| &a.metrics).collect();
+    let (csv, json) = write_summary(dir, &metrics)?;
+    written.extend([csv, json]);
+    if options.charts {
+        written.push(render_timeline(
+            &timeline_chart(report),
+            &dir.join(super::TIMELINE_PNG),
+        )?);
+        written.push(render_window_counts(
+            &window_count_chart(report),
+            &dir.join(super::WINDOW_COUNTS_PNG),
+        )?);
+        written.push(render_over_admission(
+            &over_admission_chart(report),
+            &dir.join(super::OVER_ADMISSION_PNG),
+        )?);
+    }
+    Ok(written)
+}
+
+fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, OutputError> {
+    let mut writer = WindowCountsCsvWriter::create(&dir.join(super::WINDOW_COUNTS_CSV))?;
+    for a in &report.algorithms {
+        for sample in &a.window_counts {
+            writer.write(&WindowCountRecord {
+                algorithm: &a.name,
+                key: &a.metrics.worst_key,
+                time: sample.time,
+                count: sample.count,
+            })?;
+        }
+    }
+    writer.finish()
+}
+
+/// One table row per algorithm.
+pub fn summary_rows(report: &RunReport) -> Vec<SummaryRow> {
+    report
+        .algorithms
+        .iter()
+        .map(|a| {
+            let m = &a.metrics;
+            let mut row = SummaryRow::new(
+                &a.name,
+                m.allowed,
+                m.denied,
+                m.max_in_window,
+                report.rule.max_requests,
+            );
+            row.excess = m.excess;
+            row.false_allow = m.false_allow;
+            row.false_deny = m.false_deny;
+            let judged = m.retry_after_exact + m.retry_after_too_early + m.retry_after_too_late;
+            if judged > 0 {
+                row.retry_exact = Some(m.retry_after_exact);
+                row.retry_early = Some(m.retry_after_too_early);
+                row.retry_late = Some(m.retry_after_too_late);
+            }
+            row
+        })
+        .collect()
+}
+
+fn secs(n: Nanos) -> f64 {
+    n.as_secs_f64()
+}
+
+/// "5 per 10 s", for chart titles.
+fn limit_text(report: &RunReport) -> String {
+    format!(
+        "{} per {}",
+        report.rule.max_requests,
+        human_duration(report.rule.window)
+    )
+}
+
+/// A duration as people write it: `10 s`, `250 ms`, `1.5 s`.
+fn human_duration(n: Nanos) -> String {
+    let ns = n.as_u64();
+    if ns >= 1_000_000_000 || ns == 0 {
+        format!("{} s", n.to_decimal_secs())
+    } else if ns.is_multiple_of(1_000_000) {
+        format!("{} ms", ns / 1_000_000)
+    } else {
+        format!("{} s", n.to_decimal_secs())
+    }
+}
+
+/// Small runs show every decision as a tick; above this many decisions per lane the
+/// timeline shows bars whose height is the count per bucket.
+const TICKS_UP_TO: u64 = 5_000;
+
+fn timeline_lane(a: &AlgorithmReport, duration: Nanos) -> TimelineLane {
+    let t = &a.timeline;
+    let bucket = t.bucket.as_u64();
+    let decisions: u64 = t.allowed.iter().chain(&t.denied).sum();
+    let start = |i: usize| secs(Nanos::new(bucket.saturating_mul(i as u64)));
+    let marks = if decisions <= TICKS_UP_TO {
+        let mut points = Vec::new();
+        for (i, (&allowed, &denied)) in t.allowed.iter().zip(&t.denied).enumerate() {
+            for (count, kind) in [(allowed, true), (denied, false)] {
+                if count > 0 {
+                    points.push(TimelinePoint {
+                        time_s: start(i),
+                        allowed: kind,
+                    });
+                }
+            }
+        }
+        TimelineMarks::Points(points)
+    } else {
+        let end = |i: usize| secs(Nanos::new(bucket.saturating_mul(i as u64 + 1)).min(duration));
+        let buckets = t
+            .allowed
+            .iter()
+            .zip(&t.denied)
+            .enumerate()
+            .map(|(i, (&allowed, &denied))| TimelineBucket {
+                start_s: start(i),
+                end_s: end(i),
+                allowed,
+                denied,
+            })
+            .collect();
+        TimelineMarks::Buckets(buckets)
+    };
+    TimelineLane {
+        algorithm: a.name.clone(),
+        marks,
+    }
+}
+
+/// The allowed/denied timeline, one lane per algorithm.
+pub fn timeline_chart(report: &RunReport) -> TimelineChart {
+    TimelineChart {
+        title: format!(
+            "{}: decisions over time (limit {})",
+            report.scenario,
+            limit_text(report)
+        ),
+        duration_s: secs(report.duration),
+        window_s: Some(secs(report.rule.window)),
+        lanes: report
+            .algorithms
+            .iter()
+            .map(|a| timeline_lane(a, report.duration))
+            .collect(),
+    }
+}
+
+/// The worst key's trailing-window admitted count per algorithm, against the limit.
+pub fn window_count_chart(report: &RunReport) -> WindowCountChart {
+    WindowCountChart {
+        title: format!(
+            "{}: admitted requests in the trailing {} window (worst key)",
+            report.scenario,
+            human_duration(report.rule.window)
+        ),
+        duration_s: secs(report.duration),
+        window_s: Some(secs(report.rule.window)),
+        limit: report.rule.max_requests,
+        series: report
+            .algorithms
+            .iter()
+            .map(|a| WindowCountSeries {
+                algorithm: a.name.clone(),
+                points: a
+                    .window_counts
+                    .iter()
+                    .map(|s| (secs(s.time), s.count))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// One bar per algorithm: the most admitted in any window, as a multiple of the limit.
+pub fn over_admission_chart(report: &RunReport) -> OverAdmissionChart {
+    OverAdmissionChart {
+        title: format!(
+            "{}: most admitted in any {} window ÷ limit ({})",
+            report.scenario,
+            human_duration(report.rule.window),
+            report.rule.max_requests
+        ),
+        bars: report
+            .algorithms
+            .iter()
+            .map(|a| (a.name.clone(), a.metrics.over_admission))
+            .collect(),
+    }
+}
