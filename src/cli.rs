@@ -158,8 +158,24 @@ pub fn main() -> ExitCode {
 }
 
 fn report_error(e: &anyhow::Error, code: u8) -> ExitCode {
-    eprintln!("ratesim: error: {e:#}");
+    eprintln!("ratesim: error: {}", one_line(e));
     ExitCode::from(code)
+}
+
+/// The error and its causes as one `: `-separated line, skipping a cause whose text
+/// the message already carries (many errors print their source themselves).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -335,12 +351,7 @@ fn print_summary(reports: &[RunReport], format: Format) -> Result<(), Failure> {
             }
             text
         }
-        Format::Csv => {
-            let rows = summary_records(reports);
-            let bytes =
-                report::write_csv_rows_to(Vec::new(), &rows).context("cannot format CSV")?;
-            String::from_utf8(bytes).context("CSV is UTF-8")?
-        }
+        Format::Csv => summary_csv(reports).context("cannot format CSV")?,
         Format::Json => {
             let rows = summary_records(reports);
             serde_json::to_string_pretty(&rows).context("cannot format JSON")? + "\n"
@@ -349,8 +360,31 @@ fn print_summary(reports: &[RunReport], format: Format) -> Result<(), Failure> {
     print(&text)
 }
 
-/// summary.csv's rows for every run; with several runs each row also names its
-/// scenario (first column), so the output stays one tidy table.
+/// summary.csv for every run; with several runs a first `scenario` column says which
+/// run each row belongs to, so the output stays one tidy table.
+fn summary_csv(reports: &[RunReport]) -> anyhow::Result<String> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let labelled = reports.len() > 1;
+    for (i, r) in reports.iter().enumerate() {
+        let metrics: Vec<_> = r.algorithms.iter().map(|a| &a.metrics).collect();
+        let one = report::write_csv_rows_to(Vec::new(), &metrics)?;
+        let mut reader = csv::Reader::from_reader(one.as_slice());
+        if i == 0 {
+            let header = reader.headers()?.clone();
+            let label = labelled.then_some("scenario");
+            out.write_record(label.into_iter().chain(header.iter()))?;
+        }
+        for record in reader.records() {
+            let record = record?;
+            let label = labelled.then_some(r.scenario.as_str());
+            out.write_record(label.into_iter().chain(record.iter()))?;
+        }
+    }
+    Ok(String::from_utf8(out.into_inner()?)?)
+}
+
+/// summary.json's rows for every run; with several runs each row also names its
+/// scenario (first field).
 fn summary_records(reports: &[RunReport]) -> Vec<serde_json::Value> {
     let mut rows = Vec::new();
     for r in reports {

@@ -1,0 +1,626 @@
+//! The `ratesim` command line, end to end: every command, every bundled scenario, the
+//! files it writes, and a matrix of bad inputs that must exit 2 with one clear message
+//! and write nothing. Each test runs in its own temporary directory.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+
+/// A temporary working directory holding a copy of `scenarios/`.
+struct TestDir {
+    dir: tempfile::TempDir,
+}
+
+impl TestDir {
+    fn new() -> TestDir {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"),
+            &dir.path().join("scenarios"),
+        );
+        TestDir { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, name: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.path().join(name);
+        fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Runs `ratesim args` here; on a failed expectation the caller prints `describe`.
+    fn run(&self, args: &[&str]) -> Output {
+        Command::cargo_bin("ratesim")
+            .unwrap()
+            .current_dir(self.path())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Runs and asserts success, returning stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{}", describe(args, &out));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Every file under `dir` (relative paths), for "nothing was written" checks.
+    fn files_under(&self, dir: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        walk(&self.path().join(dir), &mut found);
+        found.sort();
+        found
+    }
+}
+
+fn walk(dir: &Path, found: &mut Vec<String>) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn describe(args: &[&str], out: &Output) -> String {
+    format!(
+        "command: ratesim {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+const EVERY_FILE: [&str; 7] = [
+    "decisions.csv",
+    "window_counts.csv",
+    "summary.csv",
+    "summary.json",
+    "timeline.png",
+    "window_counts.png",
+    "over_admission.png",
+];
+
+/// Width and height from a PNG's IHDR chunk, after checking the signature.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let rows = reader
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    (header, rows)
+}
+
+#[test]
+fn every_bundled_scenario_runs_and_writes_every_file() {
+    let t = TestDir::new();
+    let mut scenarios: Vec<String> = fs::read_dir(t.path().join("scenarios"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".toml"))
+        .collect();
+    scenarios.sort();
+    assert_eq!(scenarios.len(), 7, "{scenarios:?}");
+    for file in &scenarios {
+        let name = file.trim_end_matches(".toml");
+        let path = format!("scenarios/{file}");
+        let stdout = t.ok(&["run", &path, "--quiet"]);
+        assert!(
+            stdout.contains("sliding_window_log"),
+            "{file}: the summary table lists the algorithms:\n{stdout}"
+        );
+        let out = t.path().join("output").join(name);
+        for expected in EVERY_FILE {
+            let file_path = out.join(expected);
+            let len = fs::metadata(&file_path).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 0, "{file}: {expected} missing or empty");
+        }
+        assert!(
+            t.files_under(&format!("output/{name}"))
+                .iter()
+                .all(|f| !f.contains(".tmp-") && !f.contains(".part")),
+            "{file}: temporary files left behind"
+        );
+    }
+}
+
+#[test]
+fn decisions_csv_has_the_design_header_and_one_row_per_algorithm_and_attempt() {
+    let t = TestDir::new();
+    t.ok(&[
+        "run",
+        "scenarios/retry_clients.toml",
+        "--quiet",
+        "--no-charts",
+    ]);
+    let out = t.path().join("output/retry_clients");
+    let (header, rows) = read_csv(&out.join("decisions.csv"));
+    let design = [
+        "algorithm",
+        "seq",
+        "time_s",
+        "key",
+        "cost",
+        "allowed",
+        "remaining",
+        "retry_after_s",
+    ];
+    assert_eq!(&header[..8], design, "DESIGN §5 header first");
+    let summary: Vec<serde_json::Value> =
+        serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let mut per_algorithm: BTreeMap<String, u64> = BTreeMap::new();
+    for row in &rows {
+        *per_algorithm.entry(row[0].clone()).or_default() += 1;
+        assert!(
+            row[5] == "true" || row[5] == "false",
+            "allowed is true/false: {row:?}"
+        );
+        // Exact decimal seconds: at most nine decimals, no exponent.
+        assert!(
+            !row[2].contains('e') && row[2].split('.').nth(1).is_none_or(|f| f.len() <= 9),
+            "{row:?}"
+        );
+    }
+    for s in &summary {
+        let name = s["algorithm"].as_str().unwrap();
+        assert_eq!(
+            per_algorithm.get(name).copied(),
+            s["attempts"].as_u64(),
+            "{name}: one row per attempt"
+        );
+    }
+    // Rows come in algorithm order, each algorithm's in decision order.
+    let order: Vec<&str> = summary
+        .iter()
+        .map(|s| s["algorithm"].as_str().unwrap())
+        .collect();
+    let mut seen: Vec<&str> = Vec::new();
+    for row in &rows {
+        if seen.last() != Some(&row[0].as_str()) {
+            seen.push(&row[0]);
+        }
+    }
+    assert_eq!(seen, order);
+}
+
+#[test]
+fn summary_json_agrees_with_summary_csv() {
+    let t = TestDir::new();
+    t.ok(&[
+        "run",
+        "scenarios/poisson.toml",
+        "--quiet",
+        "--no-charts",
+        "--no-decisions",
+    ]);
+    let out = t.path().join("output/poisson");
+    let (header, rows) = read_csv(&out.join("summary.csv"));
+    let json: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), json.len());
+    for (row, object) in rows.iter().zip(&json) {
+        assert_eq!(header.len(), object.len());
+        for (field, cell) in header.iter().zip(row) {
+            let value = &object[field];
+            let as_text = match value {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if let (Ok(a), Ok(b)) = (cell.parse::<f64>(), as_text.parse::<f64>()) {
+                assert_eq!(a, b, "{field}");
+            } else {
+                assert_eq!(cell, &as_text, "{field}");
+            }
+        }
+    }
+    assert!(
+        !t.path().join("output/poisson/decisions.csv").exists(),
+        "--no-decisions"
+    );
+    assert!(
+        !t.path().join("output/poisson/timeline.png").exists(),
+        "--no-charts"
+    );
+}
+
+#[test]
+fn charts_are_pngs_of_the_expected_size_and_not_blank() {
+    let t = TestDir::new();
+    t.ok(&["run", "scenarios/burst.toml", "--quiet", "--no-decisions"]);
+    for chart in ["timeline.png", "window_counts.png", "over_admission.png"] {
+        let bytes = fs::read(t.path().join("output/burst").join(chart)).unwrap();
+        let (w, h) = png_size(&bytes);
+        assert!(w >= 1000 && h >= 600, "{chart}: {w}x{h}");
+        // A blank 1200x700 PNG compresses to a few kB; drawn charts are far larger.
+        assert!(
+            bytes.len() > 20_000,
+            "{chart}: only {} bytes, looks blank",
+            bytes.len()
+        );
+    }
+}
+
+#[test]
+fn the_burst_scenario_shows_the_fixed_window_at_twice_the_limit() {
+    let t = TestDir::new();
+    let json = t.ok(&[
+        "run",
+        "scenarios/burst.toml",
+        "--quiet",
+        "--no-charts",
+        "--no-decisions",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let ratio = |name: &str| {
+        rows.iter().find(|r| r["algorithm"] == name).unwrap()["over_admission"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(ratio("fixed_window"), 2.0);
+    assert_eq!(ratio("sliding_window_log"), 1.0);
+    let (_, counts) = read_csv(&t.path().join("output/burst/window_counts.csv"));
+    let peak = counts
+        .iter()
+        .filter(|r| r[0] == "fixed_window")
+        .map(|r| r[3].parse::<u64>().unwrap())
+        .max();
+    assert_eq!(
+        peak,
+        Some(10),
+        "window_counts.csv shows the spike the chart draws"
+    );
+}
+
+#[test]
+fn run_honours_algos_seed_out_and_format_csv() {
+    let t = TestDir::new();
+    let stdout = t.ok(&[
+        "run",
+        "scenarios/poisson.toml",
+        "--algos",
+        "gcra,fixed_window",
+        "--seed",
+        "99",
+        "--out",
+        "mine",
+        "--format",
+        "csv",
+        "--quiet",
+        "--no-charts",
+    ]);
+    let mut reader = csv::Reader::from_reader(stdout.as_bytes());
+    let names: Vec<String> = reader
+        .records()
+        .map(|r| r.unwrap()[0].to_string())
+        .collect();
+    assert_eq!(names, ["gcra", "fixed_window"]);
+    assert!(t.path().join("mine/summary.csv").exists());
+    let again = t.ok(&[
+        "run",
+        "scenarios/poisson.toml",
+        "--algos",
+        "gcra,fixed_window",
+        "--seed",
+        "99",
+        "--out",
+        "again",
+        "--format",
+        "csv",
+        "--quiet",
+        "--no-charts",
+    ]);
+    assert_eq!(stdout, again, "same seed, same numbers");
+    assert_eq!(
+        fs::read(t.path().join("mine/decisions.csv")).unwrap(),
+        fs::read(t.path().join("again/decisions.csv")).unwrap(),
+        "same seed, byte-identical decisions"
+    );
+}
+
+#[test]
+fn one_thread_and_several_threads_write_identical_files() {
+    let t = TestDir::new();
+    for (threads, out) in [("1", "one"), ("4", "four")] {
+        t.ok(&[
+            "run",
+            "scenarios/retry_clients.toml",
+            "--threads",
+            threads,
+            "--out",
+            out,
+            "--quiet",
+            "--no-charts",
+        ]);
+    }
+    for file in [
+        "decisions.csv",
+        "window_counts.csv",
+        "summary.csv",
+        "summary.json",
+    ] {
+        assert_eq!(
+            fs::read(t.path().join("one").join(file)).unwrap(),
+            fs::read(t.path().join("four").join(file)).unwrap(),
+            "{file} differs between 1 and 4 threads"
+        );
+    }
+}
+
+#[test]
+fn compare_runs_the_built_in_suite_and_prints_a_matrix() {
+    let t = TestDir::new();
+    let stdout = t.ok(&[
+        "compare",
+        "--algos",
+        "all",
+        "--quiet",
+        "--no-charts",
+        "--no-decisions",
+        "--out",
+        "cmp",
+    ]);
+    for scenario in ["uniform", "poisson", "burst"] {
+        assert!(stdout.contains(scenario), "{stdout}");
+        assert!(
+            t.path()
+                .join("cmp")
+                .join(scenario)
+                .join("summary.csv")
+                .exists(),
+            "{scenario}"
+        );
+    }
+    assert!(stdout.contains("Over-admission"), "{stdout}");
+    let json = t.ok(&[
+        "compare",
+        "--limit",
+        "3/1s",
+        "--quiet",
+        "--no-charts",
+        "--no-decisions",
+        "--out",
+        "cmp2",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(rows.len(), 18, "3 scenarios × 6 algorithms");
+    assert!(rows.iter().all(|r| r["scenario"].is_string()));
+}
+
+#[test]
+fn validate_list_and_help_teach_the_user() {
+    let t = TestDir::new();
+    let out = t.ok(&[
+        "validate",
+        "scenarios/burst.toml",
+        "scenarios/trace_replay.toml",
+    ]);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.starts_with("ok: scenarios/burst.toml"), "{out}");
+    let list = t.ok(&["list"]);
+    for needle in [
+        "token_bucket",
+        "gcra",
+        "2N",
+        "B + N - 1",
+        "burst.toml",
+        "trace_replay.toml",
+    ] {
+        assert!(list.contains(needle), "list lacks {needle}:\n{list}");
+    }
+    for command in ["run", "compare"] {
+        let help = t.ok(&[command, "--help"]);
+        assert!(
+            help.contains("Examples:"),
+            "{command} --help has examples:\n{help}"
+        );
+    }
+    assert!(
+        t.ok(&["--help"])
+            .contains("ratesim run scenarios/burst.toml")
+    );
+    assert!(
+        t.files_under("output").is_empty(),
+        "validate and list write nothing"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command as Std, Stdio};
+    let mut child = Std::new(assert_cmd::cargo::cargo_bin("ratesim"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before anything is read
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "status {status}, stderr {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A minimal valid scenario with one field replaced, for the bad-input matrix.
+fn scenario_with(field: &str, value: &str) -> String {
+    let mut fields = vec![
+        ("name", "\"x\"".to_string()),
+        ("duration", "\"10s\"".to_string()),
+        ("max_requests", "5".to_string()),
+        ("window", "\"1s\"".to_string()),
+        ("kind", "\"uniform\"".to_string()),
+        ("rate", "2".to_string()),
+    ];
+    for f in &mut fields {
+        if f.0 == field {
+            f.1 = value.to_string();
+        }
+    }
+    let get = |k: &str| fields.iter().find(|f| f.0 == k).unwrap().1.clone();
+    format!(
+        "name = {}\nduration = {}\n\n[limit]\nmax_requests = {}\nwindow = {}\n\n[[traffic]]\nkind = {}\nrate = {}\n",
+        get("name"),
+        get("duration"),
+        get("max_requests"),
+        get("window"),
+        get("kind"),
+        get("rate")
+    )
+}
+
+const TRACE_SCENARIO: &str = "name = \"t\"\nduration = \"10s\"\n[limit]\nmax_requests = 5\nwindow = \"1s\"\n[[traffic]]\nkind = \"trace\"\npath = \"trace.csv\"\n";
+
+/// Every bad input exits 2 with one line on stderr that names the place (file, or
+/// flag) and says what was expected, never panics, and writes nothing.
+#[test]
+fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
+    struct Case {
+        what: &'static str,
+        files: Vec<(&'static str, Vec<u8>)>,
+        args: Vec<&'static str>,
+        /// Every one of these must appear in the message.
+        expect: Vec<&'static str>,
+    }
+    let case = |what,
+                files: Vec<(&'static str, Vec<u8>)>,
+                args: Vec<&'static str>,
+                expect: Vec<&'static str>| Case {
+        what,
+        files,
+        args,
+        expect,
+    };
+    let bad = |field: &str, value: &str| scenario_with(field, value).into_bytes();
+    let with_trace = |trace: &str| {
+        vec![
+            ("s.toml", TRACE_SCENARIO.as_bytes().to_vec()),
+            ("trace.csv", trace.as_bytes().to_vec()),
+        ]
+    };
+    let cases = vec![
+        case("missing file", vec![], vec!["run", "nope.toml"], vec!["nope.toml"]),
+        case("empty file", vec![("s.toml", vec![])], vec!["run", "s.toml"], vec!["s.toml"]),
+        case("a directory", vec![], vec!["run", "scenarios"], vec!["scenarios"]),
+        case("binary file", vec![("s.toml", vec![0, 159, 146, 150, 0, 1, 2])], vec!["run", "s.toml"], vec!["s.toml"]),
+        case("non-UTF-8 text", vec![("s.toml", b"name = \"\xff\xfe\"\n".to_vec())], vec!["run", "s.toml"], vec!["s.toml"]),
+        case("TOML syntax error", vec![("s.toml", b"name = \"x\n".to_vec())], vec!["run", "s.toml"], vec!["s.toml:1:"]),
+        case("unknown top-level key", vec![("s.toml", [bad("name", "\"x\""), b"\ncolour = 1\n".to_vec()].concat())], vec!["run", "s.toml"], vec!["s.toml:", "colour"]),
+        case("wrong type", vec![("s.toml", bad("max_requests", "\"five\""))], vec!["run", "s.toml"], vec!["s.toml:5:"]),
+        case("zero limit", vec![("s.toml", bad("max_requests", "0"))], vec!["run", "s.toml"], vec!["s.toml:5:", "max_requests"]),
+        case("negative limit", vec![("s.toml", bad("max_requests", "-5"))], vec!["run", "s.toml"], vec!["s.toml:5:"]),
+        case("fractional limit", vec![("s.toml", bad("max_requests", "2.5"))], vec!["run", "s.toml"], vec!["s.toml:5:"]),
+        case("absurd limit", vec![("s.toml", bad("max_requests", "99999999999999999999999"))], vec!["run", "s.toml"], vec!["s.toml:5:"]),
+        case("zero window", vec![("s.toml", bad("window", "\"0s\""))], vec!["run", "s.toml"], vec!["s.toml:6:", "window"]),
+        case("negative window", vec![("s.toml", bad("window", "\"-1s\""))], vec!["run", "s.toml"], vec!["s.toml:6:", "negative"]),
+        case("non-numeric window", vec![("s.toml", bad("window", "\"soon\""))], vec!["run", "s.toml"], vec!["s.toml:6:"]),
+        case("absurd window", vec![("s.toml", bad("window", "\"9999999999d\""))], vec!["run", "s.toml"], vec!["s.toml:6:", "too large"]),
+        case("NaN rate", vec![("s.toml", bad("rate", "nan"))], vec!["run", "s.toml"], vec!["s.toml:10:"]),
+        case("infinite rate", vec![("s.toml", bad("rate", "inf"))], vec!["run", "s.toml"], vec!["s.toml:10:"]),
+        case("negative rate", vec![("s.toml", bad("rate", "-3"))], vec!["run", "s.toml"], vec!["s.toml:10:"]),
+        case("zero duration", vec![("s.toml", bad("duration", "\"0s\""))], vec!["run", "s.toml"], vec!["s.toml:2:", "duration"]),
+        case("absurd duration", vec![("s.toml", bad("duration", "\"1e400\""))], vec!["run", "s.toml"], vec!["s.toml:2:"]),
+        case("unknown traffic kind", vec![("s.toml", bad("kind", "\"tsunami\""))], vec!["run", "s.toml"], vec!["s.toml:9:", "tsunami"]),
+        case("unknown algorithm in the file", vec![("s.toml", [b"algorithms = [\"bogus\"]\n".to_vec(), bad("name", "\"x\"")].concat())], vec!["run", "s.toml"], vec!["s.toml:", "bogus"]),
+        case("empty traffic list", vec![("s.toml", b"name = \"x\"\nduration = \"10s\"\ntraffic = []\n[limit]\nmax_requests = 5\nwindow = \"1s\"\n".to_vec())], vec!["run", "s.toml"], vec!["s.toml"]),
+        case("unsorted trace", with_trace("time_s,key\n2,a\n1,a\n"), vec!["run", "s.toml"], vec!["trace.csv:3"]),
+        case("malformed trace time", with_trace("time_s,key\nsoon,a\n"), vec!["run", "s.toml"], vec!["trace.csv:2"]),
+        case("negative trace time", with_trace("time_s,key\n-1,a\n"), vec!["run", "s.toml"], vec!["trace.csv:2"]),
+        case("missing trace", vec![("s.toml", TRACE_SCENARIO.as_bytes().to_vec())], vec!["run", "s.toml"], vec!["trace.csv"]),
+        case("unknown --algos", vec![], vec!["run", "scenarios/burst.toml", "--algos", "nope"], vec!["--algos", "nope", "token_bucket"]),
+        case("file in the way of --out", vec![("taken", b"x".to_vec())], vec!["run", "scenarios/burst.toml", "--out", "taken"], vec!["--out", "taken"]),
+        case("unwritable --out", vec![], vec!["run", "scenarios/burst.toml", "--out", "/proc/ratesim-test"], vec!["--out", "/proc/ratesim-test"]),
+        case("bad --limit", vec![], vec!["compare", "--limit", "100"], vec!["--limit", "MAX/WINDOW"]),
+        case("zero --limit", vec![], vec!["compare", "--limit", "0/1s"], vec!["--limit", "max_requests"]),
+        case("zero --threads", vec![], vec!["run", "scenarios/burst.toml", "--threads", "0"], vec!["--threads"]),
+        case("unknown flag", vec![], vec!["run", "scenarios/burst.toml", "--colour"], vec!["--colour"]),
+        case("validate a bad file", vec![("s.toml", bad("max_requests", "0"))], vec!["validate", "s.toml"], vec!["s.toml:5:"]),
+    ];
+    assert!(cases.len() >= 25);
+    for c in cases {
+        let t = TestDir::new();
+        for (name, content) in &c.files {
+            t.write(name, content);
+        }
+        let before = t.files_under(".");
+        let out = t.run(&c.args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let context = format!("case `{}`\n{}", c.what, describe(&c.args, &out));
+        assert_eq!(out.status.code(), Some(2), "{context}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+            "{context}"
+        );
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("ratesim: error: ") || first.starts_with("error: "),
+            "{context}"
+        );
+        for needle in &c.expect {
+            assert!(
+                stderr.contains(needle),
+                "{context}\nexpected the message to mention `{needle}`"
+            );
+        }
+        if !c.args.contains(&"--colour")
+            && !c.args.contains(&"--threads")
+            && !c.args.contains(&"--limit")
+        {
+            assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {context}");
+        }
+        assert_eq!(
+            t.files_under("."),
+            before,
+            "nothing may be written: {context}"
+        );
+        assert!(out.stdout.is_empty(), "{context}");
+    }
+}
