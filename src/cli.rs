@@ -8,7 +8,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
-use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
+use ratesim::sim::worst_case::{self, SearchOptions};
+use ratesim::sim::{
+    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError, calibrate,
+};
 use ratesim::{Nanos, Registry, Rule, bundled};
 
 const EXAMPLES_RUN: &str = "Examples:
@@ -65,6 +68,31 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Search for the most each algorithm can be made to admit in one window.
+    ///
+    /// Adversarial streams (a burst just before a boundary, then a request the moment
+    /// retry_after allows) plus a randomised search over burst phase, size and cost.
+    /// Prints the count found beside the analytic bound, and writes each winning stream
+    /// as a replayable trace CSV plus a scenario file under --out.
+    #[command(
+        after_help = "Examples:\n  ratesim worst-case --limit 100/60s\n  ratesim worst-case --limit 5/10s --burst 8 --algos token_bucket,gcra --format json"
+    )]
+    WorstCase {
+        #[command(flatten)]
+        analysis: Analysis,
+        /// Where the winning streams go [default: output/worst-case].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// What "N per W" really admits with each algorithm, and a strict setting that never
+    /// exceeds N in any window (verified by the worst-case search).
+    #[command(
+        after_help = "Examples:\n  ratesim calibrate --limit 100/60s\n  ratesim calibrate --limit 10/1s --format csv"
+    )]
+    Calibrate {
+        #[command(flatten)]
+        analysis: Analysis,
+    },
     /// Check scenario files without running them (also reads any trace through).
     Validate {
         /// The scenario files.
@@ -104,6 +132,62 @@ struct Common {
     /// Worker threads (algorithms run in parallel) [default: all cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+}
+
+/// Flags shared by `worst-case` and `calibrate`.
+#[derive(Debug, Args)]
+struct Analysis {
+    /// The nominal limit, as MAX/WINDOW (e.g. 100/60s, 5/10s, 10/250ms).
+    #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
+    limit: Rule,
+    /// Bucket capacity for token/leaky bucket and GCRA [default: MAX].
+    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u64).range(1..))]
+    burst: Option<u64>,
+    /// Algorithms, comma-separated, or `all`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "NAMES",
+        default_value = "all"
+    )]
+    algos: Vec<String>,
+    /// Randomised trials per algorithm, after the systematic constructions.
+    #[arg(long, default_value_t = 300)]
+    trials: u32,
+    /// Seed of the randomised search (and of calibrate's Poisson traffic).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// How to print the results on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Do not list the files written.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl Analysis {
+    fn rule(&self) -> Result<Rule, Failure> {
+        match self.burst {
+            Some(b) => self
+                .limit
+                .with_burst(b)
+                .map_err(|e| input(anyhow::Error::new(e).context("--burst"))),
+            None => Ok(self.limit),
+        }
+    }
+
+    fn algorithms(&self) -> Result<Vec<String>, Failure> {
+        Registry::default()
+            .resolve(&self.algos)
+            .map_err(|e| input(anyhow::Error::new(e).context("--algos")))
+    }
+
+    fn search(&self) -> SearchOptions {
+        SearchOptions {
+            trials: self.trials,
+            seed: self.seed,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -201,6 +285,8 @@ fn dispatch(command: Command) -> Result<(), Failure> {
             limit,
             common,
         } => compare(&scenarios, limit, &common),
+        Command::WorstCase { analysis, out } => worst_case(&analysis, out),
+        Command::Calibrate { analysis } => calibrate(&analysis),
         Command::Validate { scenarios } => validate(&scenarios),
         Command::List => print(&list_text()),
         Command::Demo => print(&ratesim::demo::demo_text()),
@@ -300,6 +386,125 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
         reports.push(simulate(scenario, &root.join(&scenario.name), common)?);
     }
     print_summary(&reports, common.format)
+}
+
+fn worst_case(analysis: &Analysis, out: Option<PathBuf>) -> Result<(), Failure> {
+    let rule = analysis.rule()?;
+    let algorithms = analysis.algorithms()?;
+    let out = out.unwrap_or_else(|| Path::new("output").join("worst-case"));
+    let out = report::prepare_output_dir(&out)
+        .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
+    let mut cases = Vec::new();
+    let mut written = Vec::new();
+    for name in &algorithms {
+        let case = worst_case::search(name, rule, analysis.search()).map_err(input)?;
+        let trace = out.join(format!("{name}.csv"));
+        written.push(write_text(&trace, &worst_case::trace_csv(&case))?);
+        let scenario = worst_case::replay_scenario(&case, &rule, &format!("{name}.csv"));
+        written.push(write_text(&out.join(format!("{name}.toml")), &scenario)?);
+        cases.push(case);
+    }
+    if !analysis.quiet {
+        for path in &written {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    let text = match analysis.format {
+        Format::Table => {
+            let rows: Vec<Vec<String>> = cases
+                .iter()
+                .map(|c| {
+                    let analytic = c
+                        .analytic
+                        .map_or_else(|| "?".to_string(), |a| a.to_string());
+                    let verdict = match c.analytic {
+                        Some(a) if c.max_in_window == a => "reached",
+                        Some(a) if c.max_in_window > a => "EXCEEDED",
+                        Some(_) => "below",
+                        None => "",
+                    };
+                    vec![
+                        c.algorithm.clone(),
+                        analytic,
+                        c.max_in_window.to_string(),
+                        format!("{:.2}×", c.over_admission),
+                        verdict.to_string(),
+                    ]
+                })
+                .collect();
+            let headers = ["algorithm", "analytic bound", "found", "÷ limit", "bound"];
+            format!(
+                "Most admitted in any window of {} (limit {}, burst {}):\n{}\n",
+                rule.window(),
+                rule.max_requests(),
+                rule.burst(),
+                report::render_rows(&headers, &rows, TableOptions::for_stdout())
+            )
+        }
+        Format::Csv => String::from_utf8(
+            report::write_csv_rows_to(Vec::new(), &cases).context("cannot format CSV")?,
+        )
+        .context("CSV is UTF-8")?,
+        Format::Json => serde_json::to_string_pretty(&cases).context("cannot format JSON")? + "\n",
+    };
+    print(&text)
+}
+
+fn calibrate(analysis: &Analysis) -> Result<(), Failure> {
+    let rule = analysis.rule()?;
+    let mut rows = Vec::new();
+    for name in analysis.algorithms()? {
+        rows.push(calibrate::calibrate(&name, rule, analysis.search()).map_err(input)?);
+    }
+    let text = match analysis.format {
+        Format::Table => {
+            let opt = |v: Option<u64>| v.map_or_else(|| "–".to_string(), |n| n.to_string());
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.algorithm.clone(),
+                        format!("{} (analytic {})", c.nominal_worst, opt(c.nominal_analytic)),
+                        c.poisson_1x.to_string(),
+                        c.poisson_2x.to_string(),
+                        if c.strict.is_empty() {
+                            "none exists".to_string()
+                        } else {
+                            c.strict.clone()
+                        },
+                        opt(c.strict_worst),
+                    ]
+                })
+                .collect();
+            let headers = [
+                "algorithm",
+                "nominal: worst case",
+                "Poisson 1×",
+                "Poisson 2×",
+                "strict setting",
+                "strict: worst case",
+            ];
+            format!(
+                "What {rule} admits in one window (most requests of one client), and a setting that never exceeds {}:\n{}\n",
+                rule.max_requests(),
+                report::render_rows(&headers, &cells, TableOptions::for_stdout())
+            )
+        }
+        Format::Csv => String::from_utf8(
+            report::write_csv_rows_to(Vec::new(), &rows).context("cannot format CSV")?,
+        )
+        .context("CSV is UTF-8")?,
+        Format::Json => serde_json::to_string_pretty(&rows).context("cannot format JSON")? + "\n",
+    };
+    print(&text)
+}
+
+/// Writes `text` to `path` atomically.
+fn write_text(path: &Path, text: &str) -> Result<PathBuf, Failure> {
+    let mut file = report::AtomicFile::create(path).context("cannot write the results")?;
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(file.finish().context("cannot write the results")?)
 }
 
 fn validate(files: &[PathBuf]) -> Result<(), Failure> {
@@ -441,7 +646,7 @@ fn list_text() -> String {
     );
     for name in registry.names() {
         let description = registry.description(name).unwrap_or_default();
-        let worst = worst_case(name);
+        let worst = worst_case::analytic_formula(name).unwrap_or("?");
         out.push_str(&format!("  {name:<width$}  {worst:<9}  {description}\n"));
     }
     out.push_str("\nBundled scenarios (scenarios/*.toml; `ratesim run scenarios/<file>`):\n");
@@ -458,17 +663,6 @@ fn list_text() -> String {
         out.push_str(&format!("  {file:<width$}  {summary}\n"));
     }
     out
-}
-
-/// The analytic worst case of each built-in algorithm, for `list`.
-fn worst_case(name: &str) -> &'static str {
-    match name {
-        "token_bucket" | "leaky_bucket" | "gcra" => "B + N - 1",
-        "fixed_window" => "2N",
-        "sliding_window_log" => "N",
-        "sliding_window_counter" => "2N - 1",
-        _ => "?",
-    }
 }
 
 fn first_sentence(text: &str) -> String {

@@ -624,3 +624,56 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         assert!(out.stdout.is_empty(), "{context}");
     }
 }
+
+#[test]
+fn worst_case_and_calibrate_print_tables_and_write_replayable_streams() {
+    let t = TestDir::new();
+    let table = t.ok(&["worst-case", "--limit", "5/10s", "--out", "wc", "-q"]);
+    assert!(
+        table.contains("fixed_window") && table.contains("reached"),
+        "{table}"
+    );
+    let json = t.ok(&[
+        "worst-case",
+        "--limit",
+        "5/10s",
+        "--out",
+        "wc",
+        "-q",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    for r in &rows {
+        assert_eq!(r["analytic"], r["max_in_window"], "{r}");
+    }
+    let fixed = rows
+        .iter()
+        .find(|r| r["algorithm"] == "fixed_window")
+        .unwrap();
+    assert_eq!(fixed["max_in_window"], 10);
+    // The written scenario replays the stream and shows the same count.
+    let replay = t.ok(&[
+        "run",
+        "wc/fixed_window.toml",
+        "--quiet",
+        "--no-charts",
+        "--format",
+        "json",
+    ]);
+    let replayed: Vec<serde_json::Value> = serde_json::from_str(&replay).unwrap();
+    assert_eq!(replayed[0]["max_in_window"], 10);
+    let csv = t.ok(&[
+        "calibrate",
+        "--limit",
+        "10/1s",
+        "--format",
+        "csv",
+        "--algos",
+        "gcra,fixed_window",
+    ]);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    assert!(header.iter().any(|h| h == "strict_worst"), "{header:?}");
+    assert_eq!(reader.records().count(), 2);
+}

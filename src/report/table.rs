@@ -168,6 +168,25 @@ pub fn render_ratio_matrix(
     )
 }
 
+/// Renders plain text rows under `headers` (first column left-aligned, the rest right):
+/// for tables whose cells the caller has already formatted (`worst-case`, `calibrate`).
+pub fn render_rows(headers: &[&str], rows: &[Vec<String>], options: TableOptions) -> String {
+    let mut table = new_table(options);
+    table.set_header(
+        headers
+            .iter()
+            .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
+    );
+    for row in rows {
+        table.add_row(row.iter().map(Cell::new).collect::<Vec<_>>());
+    }
+    finish_table(
+        table,
+        rows.iter().filter_map(|r| r.first().map(String::as_str)),
+        headers.len(),
+    )
+}
+
 /// A table styled and sized per `options`, with no rows yet.
 fn new_table(options: TableOptions) -> Table {
     let mut table = Table::new();

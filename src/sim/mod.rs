@@ -40,6 +40,9 @@ pub use metrics::{
 pub use scenario::{
     ClientModel, KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec,
 };
+pub mod calibrate;
+pub mod worst_case;
+
 pub use traffic::{Arrival, ArrivalStream, KeyTable, TraceReader, TraceRow};
 
 use serde::Serialize;

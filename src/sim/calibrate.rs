@@ -1,0 +1,152 @@
+//! The calibrator: what "N per W", nominally configured, really admits with each
+//! algorithm, and a *strict* configuration of the same algorithm that never admits more
+//! than N in any window — verified by the worst-case search, not just by the formula.
+//!
+//! Measures only; writes nothing.
+
+use serde::Serialize;
+
+use super::worst_case::{SearchOptions, analytic_bound, search};
+use super::{NoopSink, RunOptions, Scenario, SimError};
+use crate::registry::UnknownAlgorithm;
+use crate::rule::Rule;
+use crate::time::{NANOS_PER_SEC, Nanos};
+
+/// One algorithm's calibration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Calibration {
+    /// Registry name.
+    pub algorithm: String,
+    /// The nominal rule's `max_requests` (N).
+    pub limit: u64,
+    /// Worst case of the nominal rule, analytic.
+    pub nominal_analytic: Option<u64>,
+    /// Worst case of the nominal rule, found by the search.
+    pub nominal_worst: u64,
+    /// Most admitted in one window on Poisson traffic at the limit rate (one client).
+    pub poisson_1x: u64,
+    /// The same at twice the limit rate.
+    pub poisson_2x: u64,
+    /// The strict configuration, e.g. `50/60s (burst 50)`; empty when none exists.
+    pub strict: String,
+    /// Its `max_requests`.
+    pub strict_max_requests: Option<u64>,
+    /// Its `burst`.
+    pub strict_burst: Option<u64>,
+    /// Its worst case, found by the search (≤ `limit` when the calibration is right).
+    pub strict_worst: Option<u64>,
+}
+
+/// A rule for `algorithm` whose worst case in any window of the same length is at most
+/// `rule.max_requests()`, keeping as much throughput as the algorithm allows; `None` if
+/// no such rule exists (a fixed window of 1: two requests straddling a boundary always
+/// pass).
+///
+/// - buckets and GCRA: `B + N' − 1 ≤ N` with `B = ⌈N/2⌉`, `N' = N − B + 1`;
+/// - sliding window counter: `2N' − 1 ≤ N`, `N' = ⌊(N + 1)/2⌋`;
+/// - fixed window: `2N' ≤ N`, `N' = ⌊N/2⌋`;
+/// - sliding log: already exact.
+pub fn strict_rule(algorithm: &str, rule: &Rule) -> Option<Rule> {
+    let n = rule.max_requests();
+    let w = rule.window();
+    let with = |max: u64, burst: u64| Rule::new(max, w).and_then(|r| r.with_burst(burst)).ok();
+    match algorithm {
+        "sliding_window_log" => with(n, n),
+        "fixed_window" => with(n / 2, n / 2),
+        "sliding_window_counter" => {
+            let m = n / 2 + n % 2;
+            with(m, m)
+        }
+        "token_bucket" | "leaky_bucket" | "gcra" => {
+            let burst = n.div_ceil(2);
+            with(n - burst + 1, burst)
+        }
+        _ => None,
+    }
+}
+
+/// Calibrates `algorithm` for the nominal `rule`.
+pub fn calibrate(
+    algorithm: &str,
+    rule: Rule,
+    options: SearchOptions,
+) -> Result<Calibration, CalibrateError> {
+    let nominal = search(algorithm, rule, options)?;
+    let poisson = |factor: u64| poisson_max_in_window(algorithm, &rule, factor, options.seed);
+    let strict = strict_rule(algorithm, &rule);
+    let strict_worst = match strict {
+        Some(r) => Some(search(algorithm, r, options)?.max_in_window),
+        None => None,
+    };
+    Ok(Calibration {
+        algorithm: algorithm.to_string(),
+        limit: rule.max_requests(),
+        nominal_analytic: analytic_bound(algorithm, &rule),
+        nominal_worst: nominal.max_in_window,
+        poisson_1x: poisson(1)?,
+        poisson_2x: poisson(2)?,
+        strict: strict.map_or_else(String::new, |r| r.to_string()),
+        strict_max_requests: strict.map(|r| r.max_requests()),
+        strict_burst: strict.map(|r| r.burst()),
+        strict_worst,
+    })
+}
+
+/// Why a calibration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    /// An unknown algorithm name.
+    #[error(transparent)]
+    Algorithm(#[from] UnknownAlgorithm),
+    /// The Poisson simulation failed (e.g. a rate too small to express).
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// The generated scenario was rejected (a bug, reported rather than hidden).
+    #[error(transparent)]
+    Scenario(#[from] super::ScenarioError),
+}
+
+/// Windows simulated per Poisson run: long enough for the busiest window to show.
+const POISSON_WINDOWS: u64 = 200;
+
+/// The most admitted in one window for one client sending Poisson traffic at
+/// `factor ×` the limit rate, over [`POISSON_WINDOWS`] windows.
+fn poisson_max_in_window(
+    algorithm: &str,
+    rule: &Rule,
+    factor: u64,
+    seed: u64,
+) -> Result<u64, CalibrateError> {
+    // The rate in nano-requests per second, exactly: factor · N / W.
+    let nano_rate = u128::from(factor)
+        * u128::from(rule.max_requests())
+        * u128::from(NANOS_PER_SEC)
+        * u128::from(NANOS_PER_SEC)
+        / u128::from(rule.window().as_u64());
+    let nano_rate = nano_rate.max(1);
+    let rate = format!(
+        "{}.{:09}",
+        nano_rate / u128::from(NANOS_PER_SEC),
+        nano_rate % u128::from(NANOS_PER_SEC)
+    );
+    let duration = Nanos::new(rule.window().as_u64().saturating_mul(POISSON_WINDOWS));
+    let text = format!(
+        "name = \"calibrate\"\nseed = {seed}\nduration = \"{}ns\"\nalgorithms = [\"{algorithm}\"]\n\
+         [limit]\nmax_requests = {}\nwindow = \"{}ns\"\nburst = {}\n\
+         [[traffic]]\nkind = \"poisson\"\nrate = {rate}\n",
+        duration.as_u64(),
+        rule.max_requests(),
+        rule.window().as_u64(),
+        rule.burst(),
+    );
+    let scenario = Scenario::parse(&text, std::path::Path::new("<calibrate>"))?;
+    let options = RunOptions {
+        threads: 1,
+        ..RunOptions::default()
+    };
+    let report = super::run(&scenario, &options, &mut |_| Ok(Box::new(NoopSink)))?;
+    Ok(report
+        .algorithms
+        .first()
+        .map_or(0, |a| a.metrics.max_in_window))
+}

@@ -1,0 +1,128 @@
+//! The worst-case finder reaches every analytic bound exactly and never exceeds it.
+
+use ratesim::sim::worst_case::{SearchOptions, analytic_bound, search};
+use ratesim::{Nanos, Registry, Rule};
+
+fn rules() -> Vec<Rule> {
+    let r = |max, window: Nanos, burst| Rule::new(max, window).unwrap().with_burst(burst).unwrap();
+    vec![
+        r(100, Nanos::from_secs(60), 100),
+        r(5, Nanos::from_secs(10), 5),
+        r(3, Nanos::from_secs(10), 3),
+        r(10, Nanos::from_millis(250), 4),
+        r(7, Nanos::new(1_000_003), 12),
+        r(1, Nanos::from_secs(1), 1),
+    ]
+}
+
+#[test]
+fn the_search_reaches_every_analytic_bound_exactly_and_never_exceeds_it() {
+    for rule in rules() {
+        for name in Registry::default().names() {
+            let case = search(name, rule, SearchOptions::default()).unwrap();
+            let bound = analytic_bound(name, &rule).unwrap();
+            assert_eq!(
+                case.max_in_window, bound,
+                "{name} under {rule}: found {} vs analytic {bound}",
+                case.max_in_window
+            );
+        }
+    }
+}
+
+#[test]
+fn random_search_alone_never_beats_the_bound() {
+    // Many more random trials, other seeds: a bug that over-admits would show here.
+    for rule in rules() {
+        for name in Registry::default().names() {
+            for seed in 2..5 {
+                let case = search(name, rule, SearchOptions { trials: 400, seed }).unwrap();
+                assert!(
+                    case.max_in_window <= analytic_bound(name, &rule).unwrap(),
+                    "{name} {rule} seed {seed}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_winning_stream_replays_to_the_same_count() {
+    use ratesim::sim::{self, NoopSink, RunOptions, Scenario};
+    let rule = Rule::new(5, Nanos::from_secs(10)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["fixed_window", "sliding_window_counter", "token_bucket"] {
+        let case = search(name, rule, SearchOptions::default()).unwrap();
+        let trace = dir.path().join(format!("{name}.csv"));
+        std::fs::write(&trace, sim::worst_case::trace_csv(&case)).unwrap();
+        let text = sim::worst_case::replay_scenario(&case, &rule, &format!("{name}.csv"));
+        let scenario = Scenario::parse(&text, &dir.path().join(format!("{name}.toml"))).unwrap();
+        let report = sim::run(&scenario, &RunOptions::default(), &mut |_| {
+            Ok(Box::new(NoopSink))
+        })
+        .unwrap();
+        assert_eq!(
+            report.algorithms[0].metrics.max_in_window, case.max_in_window,
+            "{name}"
+        );
+        assert!(
+            report.algorithms[1].metrics.max_in_window <= 5,
+            "the log holds on the same stream"
+        );
+    }
+}
+
+#[test]
+fn every_strict_setting_keeps_the_worst_case_within_the_limit() {
+    use ratesim::sim::calibrate::strict_rule;
+    for rule in rules() {
+        for name in Registry::default().names() {
+            let Some(strict) = strict_rule(name, &rule) else {
+                assert_eq!(
+                    (name, rule.max_requests()),
+                    ("fixed_window", 1),
+                    "only a fixed window of 1 has no strict setting"
+                );
+                continue;
+            };
+            let found = search(name, strict, SearchOptions::default())
+                .unwrap()
+                .max_in_window;
+            assert!(
+                found <= rule.max_requests(),
+                "{name}: strict {strict} admits {found} > {}",
+                rule.max_requests()
+            );
+            assert!(
+                analytic_bound(name, &strict).unwrap() <= rule.max_requests(),
+                "{name}: {strict}"
+            );
+            // And it is not needlessly strict: one more request per window would break it.
+            let looser = Rule::new(strict.max_requests() + 1, strict.window())
+                .unwrap()
+                .with_burst(strict.burst())
+                .unwrap();
+            assert!(
+                analytic_bound(name, &looser).unwrap() > rule.max_requests()
+                    || name == "sliding_window_log",
+                "{name}: {strict} could be looser"
+            );
+        }
+    }
+}
+
+#[test]
+fn calibrate_reports_nominal_poisson_and_verified_strict_numbers() {
+    use ratesim::sim::calibrate::calibrate;
+    let rule = Rule::new(10, Nanos::from_secs(1)).unwrap();
+    for name in Registry::default().names() {
+        let c = calibrate(name, rule, SearchOptions::default()).unwrap();
+        assert_eq!(Some(c.nominal_worst), c.nominal_analytic, "{name}");
+        assert!(
+            c.poisson_1x <= c.nominal_worst && c.poisson_2x <= c.nominal_worst,
+            "{name}: {c:?}"
+        );
+        assert!(c.poisson_1x > 0, "{name}: Poisson traffic was admitted");
+        assert!(c.strict_worst.is_some_and(|w| w <= 10), "{name}: {c:?}");
+    }
+}
