@@ -677,3 +677,45 @@ fn worst_case_and_calibrate_print_tables_and_write_replayable_streams() {
     assert!(header.iter().any(|h| h == "strict_worst"), "{header:?}");
     assert_eq!(reader.records().count(), 2);
 }
+
+#[test]
+fn a_killed_run_leaves_no_complete_looking_output_file() {
+    let t = TestDir::new();
+    // Long enough that it is still simulating when it is killed.
+    let scenario = scenario_with("duration", "\"100000s\"").replace("rate = 2", "rate = 500");
+    t.write("long.toml", scenario);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ratesim"))
+        .current_dir(t.path())
+        .args(["run", "long.toml", "--out", "out", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the run is under way (decision parts exist), then kill it hard.
+    let started = std::time::Instant::now();
+    while t.files_under("out").is_empty() && started.elapsed() < std::time::Duration::from_secs(30)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run finished before it could be interrupted"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = t.files_under("out");
+    assert!(!left.is_empty(), "the run had started writing");
+    for file in &left {
+        let name = Path::new(file)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            name.starts_with('.'),
+            "{name}: a killed run left a complete-looking file"
+        );
+        assert!(!EVERY_FILE.contains(&name.as_str()), "{name}");
+    }
+}

@@ -5,6 +5,8 @@
 //! (`.ci/run` does). Without `--cfg loom` this file is empty.
 #![cfg(loom)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use loom::thread;
 use ratesim::{FakeClock, FixedWindow, Nanos, RateLimiter, Rule};
 
@@ -14,6 +16,24 @@ fn quota(max: u64) -> FixedWindow {
     FixedWindow::new(Rule::new(max, Nanos::from_secs(10)).unwrap())
 }
 
+/// `loom::model`, counting the interleavings it explores: it prints the count (run with
+/// `--nocapture` to see it) and asserts there was more than one, so a model that
+/// accidentally runs single-threaded cannot pass silently.
+fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let before = RUNS.load(Ordering::SeqCst);
+    loom::model(move || {
+        RUNS.fetch_add(1, Ordering::SeqCst);
+        f();
+    });
+    let explored = RUNS.load(Ordering::SeqCst) - before;
+    eprintln!("loom: {name}: {explored} interleavings explored");
+    assert!(
+        explored > 1,
+        "{name}: only {explored} interleaving explored"
+    );
+}
+
 fn limiter(max: u64) -> Limiter {
     // The clock is frozen: nothing refills while the threads race.
     RateLimiter::with_clock(quota(max), FakeClock::default())
@@ -21,7 +41,7 @@ fn limiter(max: u64) -> Limiter {
 
 /// Two requests race for a quota of one: exactly one may pass.
 fn race_for_the_last_permit(make: fn() -> Limiter) {
-    loom::model(move || {
+    model("last permit", move || {
         let l = loom::sync::Arc::new(make());
         let other = l.clone();
         let t = thread::spawn(move || other.allow("k"));
@@ -53,7 +73,7 @@ fn the_model_catches_a_limiter_whose_check_and_consume_is_not_atomic() {
 /// one of A and the follow-up passes.
 #[test]
 fn an_acquire_racing_evict_idle_never_grants_a_free_request() {
-    loom::model(|| {
+    model("acquire vs evict_idle", || {
         let l = loom::sync::Arc::new(limiter(1));
         l.with_state("k", |_, _, _| ()); // held, idle
         let janitor = l.clone();
@@ -71,7 +91,7 @@ fn an_acquire_racing_evict_idle_never_grants_a_free_request() {
 
 #[test]
 fn an_acquire_racing_reset_is_either_before_it_or_after_it() {
-    loom::model(|| {
+    model("acquire vs reset", || {
         let l = loom::sync::Arc::new(limiter(2));
         assert!(l.allow("k"));
         let resetter = l.clone();
