@@ -125,3 +125,15 @@ fn show_table() {
         )
     );
 }
+
+#[test]
+fn algorithm_names_never_wrap_in_a_terminal_wide_enough_for_the_table() {
+    let mut all = rows();
+    all.push(SummaryRow::new("sliding_window_counter", 1_234_567, 7_654_321, 115, 100));
+    let options = TableOptions {
+        color: false,
+        width: Some(160),
+    };
+    let table = render_summary_table(&all, options);
+    assert!(table.contains("sliding_window_counter"), "{table}");
+}

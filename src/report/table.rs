@@ -236,7 +236,8 @@ fn finish_table<'a>(
         .unwrap_or(0)
         .max(HEADERS[0].len());
     if let Some(column) = table.column_mut(0) {
-        let width = u16::try_from(longest).unwrap_or(u16::MAX).min(40);
+        // The constraint counts the cell padding (one space each side) too.
+        let width = u16::try_from(longest + 2).unwrap_or(u16::MAX).min(42);
         column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(width)));
     }
     for index in 1..columns {
