@@ -273,9 +273,13 @@ impl Source {
             Pattern::OnOff { gap, busy, on, off } => {
                 *busy = busy.saturating_add(sample_gap(gap, &mut self.rng));
                 // Busy time → real time: every full `on` period adds an `off` gap.
+                // `on + off` can exceed u64 and the product u128: widen and saturate
+                // (a saturated instant is past any end, so the source just stops).
                 let cycles = u128::from(*busy / *on);
-                let real = cycles * u128::from(*on + *off) + u128::from(*busy % *on);
-                let t = Nanos::saturating_from_u128(u128::from(start) + real);
+                let real = cycles
+                    .saturating_mul(u128::from(*on) + u128::from(*off))
+                    .saturating_add(u128::from(*busy % *on));
+                let t = Nanos::saturating_from_u128(u128::from(start).saturating_add(real));
                 (t, None, self.cost)
             }
         };
