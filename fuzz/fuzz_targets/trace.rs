@@ -1,26 +1,18 @@
-//! Arbitrary bytes as a trace CSV file → `TraceReader` → every row: must never panic.
+//! Arbitrary bytes as a trace CSV → `TraceReader` → every row: must never panic.
 //! Errors are fine. Each row read must satisfy what the reader promises: sorted times,
-//! a non-empty key.
+//! a non-empty key. The bytes are read from memory (`TraceReader::from_reader`, the
+//! same parser `TraceReader::open` uses), which keeps the file system out of the loop.
 
 #![no_main]
 
-use std::path::PathBuf;
-use std::sync::LazyLock;
+use std::io::Cursor;
+use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use ratesim::sim::TraceReader;
 
-/// One file per fuzzing process (parallel jobs must not share it).
-static FILE: LazyLock<PathBuf> = LazyLock::new(|| {
-    std::env::temp_dir().join(format!("ratesim-fuzz-trace-{}.csv", std::process::id()))
-});
-
 fuzz_target!(|data: &[u8]| {
-    std::fs::write(&*FILE, data).expect("the temporary directory is writable");
-    let mut reader = match TraceReader::open(&FILE) {
-        Ok(r) => r,
-        Err(e) => panic!("a file that exists must open: {e}"),
-    };
+    let mut reader = TraceReader::from_reader(Path::new("fuzz.csv"), Cursor::new(data.to_vec()));
     let mut last = None;
     loop {
         match reader.next_row() {
