@@ -102,7 +102,8 @@ impl Nanos {
     pub fn parse_duration(text: &str) -> Result<Nanos, ParseTimeError> {
         let text = text.trim();
         let split = text
-            .find(|c: char| c.is_ascii_alphabetic())
+            // Not only ASCII: the unit `µs` starts with a non-ASCII letter.
+            .find(|c: char| c.is_alphabetic())
             .unwrap_or(text.len());
         let (number, unit) = text.split_at(split);
         let scale = match unit.trim() {
@@ -158,7 +159,10 @@ fn parse_scaled(text: &str, scale: u64) -> Result<Nanos, ParseTimeError> {
         if !scaled.is_multiple_of(denom) {
             return Err(ParseTimeError::TooPrecise(text.to_string()));
         }
-        total += scaled / denom;
+        // The integer part alone may already sit just below u128::MAX.
+        total = total
+            .checked_add(scaled / denom)
+            .ok_or_else(|| ParseTimeError::TooLarge(text.to_string()))?;
     }
     u64::try_from(total)
         .map(Nanos)

@@ -699,6 +699,14 @@ impl Builder<'_> {
                 format!("expected `start` before the source's end ({end})"),
             ));
         }
+        if let (Some(e), true) = (&raw.end, end <= start) {
+            // Only `end = 0` gets here (a later start is reported above): a source
+            // that can never send is a mistake, not a silent no-op.
+            return Err(self.err(
+                e.span(),
+                format!("expected `end` after the source's start ({start})"),
+            ));
+        }
         Ok(TrafficSpec {
             kind,
             keys: KeySpec {
@@ -789,6 +797,13 @@ rate = 0.3
         let err = parse(&MINIMAL.replace("max_requests = 5", "max_requests = 0")).unwrap_err();
         assert_eq!(err.position, Some((5, 16)), "{err}");
         assert!(err.to_string().starts_with("dir/s.toml:5:16: "), "{err}");
+    }
+
+    #[test]
+    fn a_source_that_ends_at_zero_is_an_error_at_its_end() {
+        let err = parse(&format!("{MINIMAL}end = 0\n")).unwrap_err();
+        assert_eq!(err.position, Some((10, 7)), "{err}");
+        assert!(err.message.contains("`end` after"), "{err}");
     }
 
     #[test]

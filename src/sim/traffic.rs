@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use rand::{RngExt, SeedableRng};
@@ -273,9 +273,13 @@ impl Source {
             Pattern::OnOff { gap, busy, on, off } => {
                 *busy = busy.saturating_add(sample_gap(gap, &mut self.rng));
                 // Busy time → real time: every full `on` period adds an `off` gap.
+                // `on + off` can exceed u64 and the product u128: widen and saturate
+                // (a saturated instant is past any end, so the source just stops).
                 let cycles = u128::from(*busy / *on);
-                let real = cycles * u128::from(*on + *off) + u128::from(*busy % *on);
-                let t = Nanos::saturating_from_u128(u128::from(start) + real);
+                let real = cycles
+                    .saturating_mul(u128::from(*on) + u128::from(*off))
+                    .saturating_add(u128::from(*busy % *on));
+                let t = Nanos::saturating_from_u128(u128::from(start).saturating_add(real));
                 (t, None, self.cost)
             }
         };
@@ -347,7 +351,7 @@ pub struct TraceRow {
 /// `time_s` is skipped. Times are exact decimal seconds.
 pub struct TraceReader {
     path: PathBuf,
-    reader: csv::Reader<BufReader<File>>,
+    reader: csv::Reader<Box<dyn Read + Send>>,
     record: csv::StringRecord,
     last: Nanos,
     first: bool,
@@ -358,19 +362,33 @@ impl TraceReader {
     pub fn open(path: &Path) -> Result<TraceReader, ScenarioError> {
         let file = File::open(path)
             .map_err(|e| ScenarioError::file(path, None, format!("cannot open trace: {e}")))?;
+        Ok(TraceReader::from_reader(path, BufReader::new(file)))
+    }
+
+    /// Reads a trace from `reader` (e.g. bytes in memory); `path` names it in errors.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use ratesim::{Nanos, sim::TraceReader};
+    /// let mut trace = TraceReader::from_reader(Path::new("t.csv"), &b"time_s,key\n0.5,alice\n"[..]);
+    /// assert_eq!(trace.next_row()?.map(|r| r.time), Some(Nanos::from_millis(500)));
+    /// assert_eq!(trace.next_row()?, None);
+    /// # Ok::<(), ratesim::sim::ScenarioError>(())
+    /// ```
+    pub fn from_reader(path: &Path, reader: impl Read + Send + 'static) -> TraceReader {
         let reader = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
             .trim(csv::Trim::All)
             .comment(Some(b'#'))
-            .from_reader(BufReader::new(file));
-        Ok(TraceReader {
+            .from_reader(Box::new(reader) as Box<dyn Read + Send>);
+        TraceReader {
             path: path.to_path_buf(),
             reader,
             record: csv::StringRecord::new(),
             last: Nanos::ZERO,
             first: true,
-        })
+        }
     }
 
     /// The next row, or `None` at the end of the file.
