@@ -1,6 +1,6 @@
 //! GCRA, the generic cell rate algorithm: one theoretical arrival time per key.
 
-use super::{Algorithm, div_ceil, wait_until};
+use super::{Algorithm, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -87,7 +87,7 @@ impl Algorithm for Gcra {
 
     fn remaining(&self, state: &GcraState, now: Nanos) -> u64 {
         let (t, tat, _) = self.at(state, now);
-        ((self.limit - (tat - t).min(self.limit)) / self.interval(1)) as u64
+        div(self.limit - (tat - t).min(self.limit), self.interval(1)) as u64
     }
 
     fn retry_after(&self, state: &GcraState, now: Nanos, cost: u64) -> Option<Nanos> {

@@ -1,7 +1,7 @@
 //! Leaky bucket as a meter: each request pours water in, the bucket drains steadily.
 
 use super::token_bucket::elapsed_units;
-use super::{Algorithm, BucketState, div_ceil, wait_until};
+use super::{Algorithm, BucketState, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -71,7 +71,7 @@ impl Algorithm for LeakyBucket {
 
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {
         let (water, _) = self.water(state, now);
-        ((self.cap - water) / self.unit) as u64
+        div(self.cap - water, self.unit) as u64
     }
 
     fn retry_after(&self, state: &BucketState, now: Nanos, cost: u64) -> Option<Nanos> {

@@ -80,9 +80,22 @@ pub trait Algorithm: Send + Sync + 'static {
     }
 }
 
-/// `ceil(a / b)` for `b > 0`, in `u128`.
+/// `a / b` for `b > 0`. Operands are `u128` so that products cannot overflow, but
+/// they nearly always fit in `u64`, and a `u64` division is one instruction where a
+/// `u128` one is a library call: take the short path when it gives the same answer.
+fn div(a: u128, b: u128) -> u128 {
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a / b),
+        _ => a / b,
+    }
+}
+
+/// `ceil(a / b)` for `b > 0`, with the same `u64` short path as [`div`].
 fn div_ceil(a: u128, b: u128) -> u128 {
-    a.div_ceil(b)
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a.div_ceil(b)),
+        _ => a.div_ceil(b),
+    }
 }
 
 /// The wait from `now` until the absolute instant `at` (`u128` so that instants past

@@ -69,16 +69,20 @@ impl SlidingWindowLog {
         u128::from(at.as_u64()) + u128::from(self.rule.window().as_u64())
     }
 
-    /// The live entries at `now` (expired ones skipped) and their total cost.
-    fn live<'a>(
-        &self,
-        s: &'a LogState,
-        now: Nanos,
-    ) -> (impl Iterator<Item = &'a (Nanos, u64)>, u64) {
+    /// The index of the first entry still live at `now` (those before it have
+    /// expired) and the total cost of the live entries.
+    fn live(&self, s: &LogState, now: Nanos) -> (usize, u64) {
         let now = u128::from(now.max(s.last).as_u64());
+        // The common case: the last acquire already dropped every expired entry.
+        if s.entries
+            .front()
+            .is_none_or(|&(at, _)| self.expiry(at) > now)
+        {
+            return (0, s.total);
+        }
         let expired = s.entries.partition_point(|&(at, _)| self.expiry(at) <= now);
-        let gone: u64 = s.entries.iter().take(expired).map(|&(_, c)| c).sum();
-        (s.entries.iter().skip(expired), s.total - gone)
+        let gone: u64 = s.entries.range(..expired).map(|&(_, c)| c).sum();
+        (expired, s.total - gone)
     }
 }
 
@@ -138,13 +142,13 @@ impl Algorithm for SlidingWindowLog {
         if cost > max {
             return None;
         }
-        let (entries, total) = self.live(state, now);
+        let (first, total) = self.live(state, now);
         if cost <= max - total {
             return Some(Nanos::ZERO);
         }
         // Wait until enough of the oldest entries have expired to make room.
         let mut must_free = total - (max - cost);
-        for &(at, c) in entries {
+        for &(at, c) in state.entries.range(first..) {
             if c >= must_free {
                 return Some(wait_until(self.expiry(at), now));
             }
@@ -156,7 +160,8 @@ impl Algorithm for SlidingWindowLog {
     }
 
     fn reset_after(&self, state: &LogState, now: Nanos) -> Nanos {
-        match self.live(state, now).0.last() {
+        let (first, _) = self.live(state, now);
+        match state.entries.range(first..).next_back() {
             Some(&(at, _)) => wait_until(self.expiry(at), now),
             None => Nanos::ZERO,
         }

@@ -1,6 +1,6 @@
 //! Token bucket: `burst` tokens, refilled continuously at `max_requests / window`.
 
-use super::{Algorithm, div_ceil, wait_until};
+use super::{Algorithm, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -94,7 +94,7 @@ impl Algorithm for TokenBucket {
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {
         let (level, _) = self.level(state, now);
         // level <= cap = burst * unit, so the quotient fits in u64.
-        (level / self.unit) as u64
+        div(level, self.unit) as u64
     }
 
     fn retry_after(&self, state: &BucketState, now: Nanos, cost: u64) -> Option<Nanos> {
