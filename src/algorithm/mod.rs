@@ -80,6 +80,29 @@ pub trait Algorithm: Send + Sync + 'static {
     }
 }
 
+/// A `u128` kept as two `u64` words. A `u128` field makes its struct 16-byte aligned,
+/// which pads a per-key state from 24 to 32 bytes (and a `(String, state)` map slot from
+/// 48 to 64); stored as words, the state stays 8-byte aligned. The math still sees a
+/// `u128` through [`Wide::get`] and [`Wide::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Wide {
+    lo: u64,
+    hi: u64,
+}
+
+impl Wide {
+    fn new(v: u128) -> Wide {
+        Wide {
+            lo: v as u64,
+            hi: (v >> 64) as u64,
+        }
+    }
+
+    fn get(self) -> u128 {
+        (u128::from(self.hi) << 64) | u128::from(self.lo)
+    }
+}
+
 /// `a / b` for `b > 0`. Operands are `u128` so that products cannot overflow, but
 /// they nearly always fit in `u64`, and a `u64` division is one instruction where a
 /// `u128` one is a library call: take the short path when it gives the same answer.
