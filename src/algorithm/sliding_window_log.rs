@@ -40,7 +40,12 @@ impl Clone for LogState {
     }
 
     fn clone_from(&mut self, source: &Self) {
-        self.entries.clone_from(&source.entries);
+        // Slice by slice: extending from `&[Copy]` is a memcpy, where
+        // `VecDeque::clone_from` copies element by element.
+        self.entries.clear();
+        let (front, back) = source.entries.as_slices();
+        self.entries.extend(front);
+        self.entries.extend(back);
         self.total = source.total;
         self.last = source.last;
     }
