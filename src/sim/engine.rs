@@ -864,7 +864,7 @@ pub(crate) fn earliest_pass<A: Algorithm>(
     earliest_pass_with(algorithm, state, &mut None, now, hint, cost)
 }
 
-/// [`earliest_pass`] with a caller-owned scratch state: every probe runs on a fresh
+/// `earliest_pass` with a caller-owned scratch state: every probe runs on a fresh
 /// copy of `state` made with `clone_from` into `scratch`, so a state that owns heap
 /// memory (the sliding log's entries) reuses the scratch's allocation.
 fn earliest_pass_with<A: Algorithm>(
