@@ -1,6 +1,6 @@
 //! GCRA, the generic cell rate algorithm: one theoretical arrival time per key.
 
-use super::{Algorithm, div_ceil, wait_until};
+use super::{Algorithm, Wide, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -23,8 +23,8 @@ pub struct Gcra {
 /// Per-key state of GCRA.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GcraState {
-    /// Theoretical arrival time, scaled by `max_requests`.
-    tat: u128,
+    /// Theoretical arrival time, scaled by `max_requests` (a `u128` as two words).
+    tat: Wide,
     /// The latest instant seen: a backwards clock is treated as this.
     last: Nanos,
 }
@@ -42,7 +42,7 @@ impl Gcra {
     fn at(&self, s: &GcraState, now: Nanos) -> (u128, u128, Nanos) {
         let now = now.max(s.last);
         let scaled = u128::from(now.as_u64()) * u128::from(self.rule.max_requests());
-        (scaled, s.tat.max(scaled), now)
+        (scaled, s.tat.get().max(scaled), now)
     }
 
     fn interval(&self, cost: u64) -> u128 {
@@ -71,7 +71,10 @@ impl Algorithm for Gcra {
     }
 
     fn new_state(&self, now: Nanos) -> GcraState {
-        GcraState { tat: 0, last: now }
+        GcraState {
+            tat: Wide::new(0),
+            last: now,
+        }
     }
 
     fn try_acquire(&self, state: &mut GcraState, now: Nanos, cost: u64) -> bool {
@@ -79,7 +82,7 @@ impl Algorithm for Gcra {
         let new_tat = tat.saturating_add(self.interval(cost));
         let allowed = new_tat - t <= self.limit;
         if allowed {
-            state.tat = new_tat;
+            state.tat = Wide::new(new_tat);
         }
         state.last = now;
         allowed
@@ -87,7 +90,7 @@ impl Algorithm for Gcra {
 
     fn remaining(&self, state: &GcraState, now: Nanos) -> u64 {
         let (t, tat, _) = self.at(state, now);
-        ((self.limit - (tat - t).min(self.limit)) / self.interval(1)) as u64
+        div(self.limit - (tat - t).min(self.limit), self.interval(1)) as u64
     }
 
     fn retry_after(&self, state: &GcraState, now: Nanos, cost: u64) -> Option<Nanos> {

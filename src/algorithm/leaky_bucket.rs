@@ -1,7 +1,7 @@
 //! Leaky bucket as a meter: each request pours water in, the bucket drains steadily.
 
 use super::token_bucket::elapsed_units;
-use super::{Algorithm, BucketState, div_ceil, wait_until};
+use super::{Algorithm, BucketState, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -34,7 +34,7 @@ impl LeakyBucket {
     /// The water held at `now` (drained, floored at 0) and the clamped instant.
     fn water(&self, s: &BucketState, now: Nanos) -> (u128, Nanos) {
         let (drained, now) = elapsed_units(&self.rule, s, now);
-        (s.level.saturating_sub(drained), now)
+        (s.level().saturating_sub(drained), now)
     }
 }
 
@@ -54,24 +54,21 @@ impl Algorithm for LeakyBucket {
     }
 
     fn new_state(&self, now: Nanos) -> BucketState {
-        BucketState {
-            level: 0,
-            last: now,
-        }
+        BucketState::new(0, now)
     }
 
     fn try_acquire(&self, state: &mut BucketState, now: Nanos, cost: u64) -> bool {
         let (water, now) = self.water(state, now);
         let pour = u128::from(cost) * self.unit;
         let allowed = pour <= self.cap - water;
-        state.level = if allowed { water + pour } else { water };
+        state.set_level(if allowed { water + pour } else { water });
         state.last = now;
         allowed
     }
 
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {
         let (water, _) = self.water(state, now);
-        ((self.cap - water) / self.unit) as u64
+        div(self.cap - water, self.unit) as u64
     }
 
     fn retry_after(&self, state: &BucketState, now: Nanos, cost: u64) -> Option<Nanos> {

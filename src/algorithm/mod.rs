@@ -80,9 +80,45 @@ pub trait Algorithm: Send + Sync + 'static {
     }
 }
 
-/// `ceil(a / b)` for `b > 0`, in `u128`.
+/// A `u128` kept as two `u64` words. A `u128` field makes its struct 16-byte aligned,
+/// which pads a per-key state from 24 to 32 bytes (and a `(String, state)` map slot from
+/// 48 to 64); stored as words, the state stays 8-byte aligned. The math still sees a
+/// `u128` through [`Wide::get`] and [`Wide::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Wide {
+    lo: u64,
+    hi: u64,
+}
+
+impl Wide {
+    fn new(v: u128) -> Wide {
+        Wide {
+            lo: v as u64,
+            hi: (v >> 64) as u64,
+        }
+    }
+
+    fn get(self) -> u128 {
+        (u128::from(self.hi) << 64) | u128::from(self.lo)
+    }
+}
+
+/// `a / b` for `b > 0`. Operands are `u128` so that products cannot overflow, but
+/// they nearly always fit in `u64`, and a `u64` division is one instruction where a
+/// `u128` one is a library call: take the short path when it gives the same answer.
+fn div(a: u128, b: u128) -> u128 {
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a / b),
+        _ => a / b,
+    }
+}
+
+/// `ceil(a / b)` for `b > 0`, with the same `u64` short path as [`div`].
 fn div_ceil(a: u128, b: u128) -> u128 {
-    a.div_ceil(b)
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a.div_ceil(b)),
+        _ => a.div_ceil(b),
+    }
 }
 
 /// The wait from `now` until the absolute instant `at` (`u128` so that instants past

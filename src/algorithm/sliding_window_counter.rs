@@ -1,6 +1,6 @@
 //! Sliding window counter: two counters, the previous window weighted by overlap.
 
-use super::{Algorithm, wait_until};
+use super::{Algorithm, div, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -91,7 +91,7 @@ impl SlidingWindowCounter {
             return Some(0);
         }
         let w = u128::from(self.w());
-        let shrink = (u128::from(headroom) * w) / u128::from(prev); // W − e must be ≤ this
+        let shrink = div(u128::from(headroom) * w, u128::from(prev)); // W − e must be ≤ this
         let earliest = w.saturating_sub(shrink);
         (earliest < w).then_some(earliest as u64)
     }
@@ -136,7 +136,7 @@ impl Algorithm for SlidingWindowCounter {
         let w = u128::from(self.w());
         let limit = u128::from(self.rule.max_requests()) * w;
         let left = limit.saturating_sub(self.weighted(v.prev, v.count, v.elapsed));
-        (left / w) as u64
+        div(left, w) as u64
     }
 
     fn retry_after(&self, state: &CounterState, now: Nanos, cost: u64) -> Option<Nanos> {

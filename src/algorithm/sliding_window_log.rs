@@ -18,7 +18,7 @@ pub struct SlidingWindowLog {
 }
 
 /// Per-key state of the sliding log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct LogState {
     /// `(admitted at, cost)`, oldest first, instants strictly increasing.
     entries: VecDeque<(Nanos, u64)>,
@@ -26,6 +26,29 @@ pub struct LogState {
     total: u64,
     /// The latest instant seen: a backwards clock is treated as this.
     last: Nanos,
+}
+
+/// Written out so that `clone_from` reuses the target's buffer: the simulator probes a
+/// copy of the state at every denial.
+impl Clone for LogState {
+    fn clone(&self) -> Self {
+        LogState {
+            entries: self.entries.clone(),
+            total: self.total,
+            last: self.last,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        // Slice by slice: extending from `&[Copy]` is a memcpy, where
+        // `VecDeque::clone_from` copies element by element.
+        self.entries.clear();
+        let (front, back) = source.entries.as_slices();
+        self.entries.extend(front);
+        self.entries.extend(back);
+        self.total = source.total;
+        self.last = source.last;
+    }
 }
 
 impl LogState {
@@ -51,16 +74,20 @@ impl SlidingWindowLog {
         u128::from(at.as_u64()) + u128::from(self.rule.window().as_u64())
     }
 
-    /// The live entries at `now` (expired ones skipped) and their total cost.
-    fn live<'a>(
-        &self,
-        s: &'a LogState,
-        now: Nanos,
-    ) -> (impl Iterator<Item = &'a (Nanos, u64)>, u64) {
+    /// The index of the first entry still live at `now` (those before it have
+    /// expired) and the total cost of the live entries.
+    fn live(&self, s: &LogState, now: Nanos) -> (usize, u64) {
         let now = u128::from(now.max(s.last).as_u64());
+        // The common case: the last acquire already dropped every expired entry.
+        if s.entries
+            .front()
+            .is_none_or(|&(at, _)| self.expiry(at) > now)
+        {
+            return (0, s.total);
+        }
         let expired = s.entries.partition_point(|&(at, _)| self.expiry(at) <= now);
-        let gone: u64 = s.entries.iter().take(expired).map(|&(_, c)| c).sum();
-        (s.entries.iter().skip(expired), s.total - gone)
+        let gone: u64 = s.entries.range(..expired).map(|&(_, c)| c).sum();
+        (expired, s.total - gone)
     }
 }
 
@@ -120,13 +147,13 @@ impl Algorithm for SlidingWindowLog {
         if cost > max {
             return None;
         }
-        let (entries, total) = self.live(state, now);
+        let (first, total) = self.live(state, now);
         if cost <= max - total {
             return Some(Nanos::ZERO);
         }
         // Wait until enough of the oldest entries have expired to make room.
         let mut must_free = total - (max - cost);
-        for &(at, c) in entries {
+        for &(at, c) in state.entries.range(first..) {
             if c >= must_free {
                 return Some(wait_until(self.expiry(at), now));
             }
@@ -138,7 +165,8 @@ impl Algorithm for SlidingWindowLog {
     }
 
     fn reset_after(&self, state: &LogState, now: Nanos) -> Nanos {
-        match self.live(state, now).0.last() {
+        let (first, _) = self.live(state, now);
+        match state.entries.range(first..).next_back() {
             Some(&(at, _)) => wait_until(self.expiry(at), now),
             None => Nanos::ZERO,
         }

@@ -1,6 +1,6 @@
 //! Token bucket: `burst` tokens, refilled continuously at `max_requests / window`.
 
-use super::{Algorithm, div_ceil, wait_until};
+use super::{Algorithm, Wide, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -22,12 +22,28 @@ pub struct TokenBucket {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BucketState {
     /// Tokens available (token bucket) or water held (leaky bucket), in units.
-    pub(super) level: u128,
+    level: Wide,
     /// The latest instant the level was brought up to date.
     pub(super) last: Nanos,
 }
 
 impl BucketState {
+    pub(super) fn new(level: u128, last: Nanos) -> BucketState {
+        BucketState {
+            level: Wide::new(level),
+            last,
+        }
+    }
+
+    /// Tokens (token bucket) or water (leaky bucket), in units.
+    pub(super) fn level(&self) -> u128 {
+        self.level.get()
+    }
+
+    pub(super) fn set_level(&mut self, level: u128) {
+        self.level = Wide::new(level);
+    }
+
     /// The instant the level was last brought up to date.
     pub fn last(&self) -> Nanos {
         self.last
@@ -56,7 +72,7 @@ impl TokenBucket {
     /// The level at `now` (refilled, capped) and the clamped instant.
     fn level(&self, s: &BucketState, now: Nanos) -> (u128, Nanos) {
         let (refill, now) = elapsed_units(&self.rule, s, now);
-        (s.level.saturating_add(refill).min(self.cap), now)
+        (s.level().saturating_add(refill).min(self.cap), now)
     }
 }
 
@@ -76,17 +92,14 @@ impl Algorithm for TokenBucket {
     }
 
     fn new_state(&self, now: Nanos) -> BucketState {
-        BucketState {
-            level: self.cap,
-            last: now,
-        }
+        BucketState::new(self.cap, now)
     }
 
     fn try_acquire(&self, state: &mut BucketState, now: Nanos, cost: u64) -> bool {
         let (level, now) = self.level(state, now);
         let need = u128::from(cost) * self.unit;
         let allowed = need <= level;
-        state.level = if allowed { level - need } else { level };
+        state.set_level(if allowed { level - need } else { level });
         state.last = now;
         allowed
     }
@@ -94,7 +107,7 @@ impl Algorithm for TokenBucket {
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {
         let (level, _) = self.level(state, now);
         // level <= cap = burst * unit, so the quotient fits in u64.
-        (level / self.unit) as u64
+        div(level, self.unit) as u64
     }
 
     fn retry_after(&self, state: &BucketState, now: Nanos, cost: u64) -> Option<Nanos> {

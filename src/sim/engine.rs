@@ -5,13 +5,13 @@
 //! itself (the limiter does) and never writes files (sinks do).
 //!
 //! ## How a run works
-//! - Every algorithm is an independent *job*: it regenerates the arrival stream from the
-//!   seed, so every algorithm sees the identical stream without the stream ever being
-//!   held in memory, and jobs can run on separate threads with results identical to a
-//!   sequential run.
-//! - Open clients: for algorithms other than the sliding log, the job also runs the
-//!   sliding log (the exact reference) in lockstep on the same clock, to count
-//!   `false_allow` / `false_deny`.
+//! - Algorithms are dealt round-robin to the worker threads. A thread generates the
+//!   arrival stream from the seed once, a chunk at a time, and feeds each chunk to
+//!   every algorithm it owns in turn: every algorithm sees the identical stream, the
+//!   stream is never held in memory whole, and a thread's results do not depend on
+//!   which other algorithms share it, so a threaded run equals a sequential one.
+//! - Open clients: the sliding log (the exact reference) decides each chunk once per
+//!   thread, and every other algorithm counts `false_allow` / `false_deny` against it.
 //! - Retry clients: a denied request is queued at `now + retry_after + U[0, jitter]`.
 //!   Retries due at the same instant as a new arrival go first (they were scheduled
 //!   earlier); retries at the same instant keep FIFO order (an insertion counter, as in
@@ -25,15 +25,14 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::metrics::{Honesty, LatencyHistogram, Metrics, SeriesThinner, Timeline, WindowTracker};
-use super::scenario::{ClientModel, Scenario};
-use super::traffic::ArrivalStream;
+use super::scenario::{ClientModel, Scenario, ScenarioError};
+use super::traffic::{Arrival, ArrivalStream, KeyTable};
 use super::{AlgorithmReport, DecisionRow, DecisionSink, RuleReport, RunReport, SimError};
 use crate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog,
@@ -41,7 +40,6 @@ use crate::algorithm::{
 };
 use crate::limiter::RateLimiter;
 use crate::registry::Registry;
-use crate::rule::Rule;
 use crate::time::{FakeClock, NANOS_PER_SEC, Nanos};
 
 /// How to run.
@@ -89,57 +87,56 @@ pub fn run(
     if scenario.algorithms.is_empty() {
         return Err(SimError::NoAlgorithms);
     }
-    let mut jobs = Vec::new();
-    for name in &scenario.algorithms {
+    let threads = options.threads.clamp(1, scenario.algorithms.len());
+    let mut groups: Vec<Vec<Assigned<'_>>> = (0..threads).map(|_| Vec::new()).collect();
+    for (index, name) in scenario.algorithms.iter().enumerate() {
         let sink = sinks(name).map_err(|source| SimError::Sink {
             algorithm: name.clone(),
             source,
         })?;
-        jobs.push(Mutex::new(Some((name.as_str(), sink))));
+        groups[index % threads].push(Assigned {
+            index,
+            name: name.as_str(),
+            sink,
+        });
     }
     let progress = Progress {
         done: AtomicU64::new(0),
-        total: jobs.len() as u64 * PROGRESS_STEPS,
+        total: scenario.algorithms.len() as u64 * PROGRESS_STEPS,
         callback: options.progress,
     };
-    let results: Vec<Mutex<Option<Result<AlgorithmReport, SimError>>>> =
-        jobs.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    // Workers take whole algorithms; each writes only its own result slot, so the
-    // order of completion cannot affect the report.
-    let work = || {
-        loop {
-            let i = next.fetch_add(1, AtomicOrdering::Relaxed);
-            let Some(job) = jobs.get(i) else { break };
-            let Some((name, mut sink)) = take(job) else {
-                continue;
-            };
-            let result = simulate(scenario, name, sink.as_mut(), &progress).and_then(|report| {
-                // Flush now, so a failed write is an error rather than lost on drop.
-                sink.finish().map_err(|source| SimError::Sink {
-                    algorithm: name.to_string(),
-                    source,
-                })?;
-                Ok(report)
-            });
-            *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        }
-    };
-    let threads = options.threads.clamp(1, jobs.len());
-    if threads == 1 {
-        work();
+    // Each group is independent and its results are keyed by algorithm index, so the
+    // grouping (and the thread count) cannot affect the report.
+    let mut results: Vec<Option<Result<AlgorithmReport, SimError>>> =
+        scenario.algorithms.iter().map(|_| None).collect();
+    let finished: Vec<Vec<(usize, Result<AlgorithmReport, SimError>)>> = if threads == 1 {
+        groups
+            .into_iter()
+            .map(|g| run_group(scenario, g, &progress))
+            .collect()
     } else {
         std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(work);
-            }
-        });
+            let handles: Vec<_> = groups
+                .into_iter()
+                .map(|g| {
+                    let progress = &progress;
+                    s.spawn(move || run_group(scenario, g, progress))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    for (index, result) in finished.into_iter().flatten() {
+        results[index] = Some(result);
     }
     let mut algorithms = Vec::new();
     for (slot, name) in results.into_iter().zip(&scenario.algorithms) {
-        match slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        match slot {
             Some(result) => algorithms.push(result?),
-            None => unreachable!("every job slot is filled before the workers finish: {name}"),
+            None => unreachable!("every algorithm belongs to exactly one group: {name}"),
         }
     }
     Ok(RunReport {
@@ -157,8 +154,11 @@ pub fn run(
     })
 }
 
-fn take<T>(m: &Mutex<Option<T>>) -> Option<T> {
-    m.lock().unwrap_or_else(|p| p.into_inner()).take()
+/// One algorithm handed to a worker: its index in the scenario and its sink.
+struct Assigned<'a> {
+    index: usize,
+    name: &'a str,
+    sink: Box<dyn DecisionSink>,
 }
 
 struct Progress<'a> {
@@ -179,53 +179,196 @@ impl Progress<'_> {
     }
 }
 
-/// One algorithm, start to finish. If the key whose window count was drawn is not the
-/// worst key, a second, silent pass draws the worst key instead (the series cannot be
-/// known to be needed until the run is over, and keeping it for every key would not
-/// fit in bounded memory).
-fn simulate(
-    scenario: &Scenario,
-    name: &str,
-    sink: &mut dyn DecisionSink,
-    progress: &Progress<'_>,
-) -> Result<AlgorithmReport, SimError> {
-    let first = dispatch(
-        name,
-        scenario.rule,
-        Job {
-            scenario,
-            sink: Some(sink),
-            progress: Some(progress),
-            track: None,
-        },
-    )?;
-    let mut report = first.report;
-    if let Some(worst) = first.worst
-        && first.tracked_max < report.metrics.max_in_window
-    {
-        let again = Job {
-            scenario,
-            sink: None,
-            progress: None,
-            track: Some(worst),
-        };
-        report.window_counts = dispatch(name, scenario.rule, again)?.report.window_counts;
+/// Runs a group of algorithms in lockstep on one thread: the arrival stream is
+/// generated once and each chunk of it is fed to every algorithm of the group, and the
+/// sliding-log reference (for `false_allow` / `false_deny`) is computed once per chunk
+/// for all of them. If the key whose window count was drawn is not an algorithm's worst
+/// key, a second, silent pass draws the worst key instead (the series cannot be known
+/// to be needed until the run is over, and keeping it for every key would not fit in
+/// bounded memory).
+fn run_group<'a>(
+    scenario: &'a Scenario,
+    group: Vec<Assigned<'a>>,
+    progress: &'a Progress<'a>,
+) -> Vec<(usize, Result<AlgorithmReport, SimError>)> {
+    let mut results = Vec::new();
+    let mut drivers = Vec::new();
+    let mut owners = Vec::new();
+    for a in group {
+        match driver(a.name, scenario, Some(a.sink), Some(progress), None) {
+            Ok(d) => {
+                drivers.push(d);
+                owners.push((a.index, a.name));
+            }
+            Err(e) => results.push((a.index, Err(e))),
+        }
     }
-    Ok(report)
+    let mut again = Vec::new();
+    let mut again_slots = Vec::new();
+    for ((index, name), outcome) in owners.into_iter().zip(run_pass(scenario, drivers)) {
+        match outcome {
+            Ok(o) => {
+                if let Some(worst) = o.worst
+                    && o.tracked_max < o.report.metrics.max_in_window
+                {
+                    match driver(name, scenario, None, None, Some(worst)) {
+                        Ok(d) => {
+                            again.push(d);
+                            again_slots.push(results.len());
+                        }
+                        Err(e) => {
+                            results.push((index, Err(e)));
+                            continue;
+                        }
+                    }
+                }
+                results.push((index, Ok(o.report)));
+            }
+            Err(e) => results.push((index, Err(e))),
+        }
+    }
+    for (slot, outcome) in again_slots.into_iter().zip(run_pass(scenario, again)) {
+        let result = &mut results[slot].1;
+        match (outcome, result.as_mut()) {
+            (Ok(o), Ok(report)) => report.window_counts = o.report.window_counts,
+            (Err(e), _) => *result = Err(e),
+            (Ok(_), Err(_)) => {}
+        }
+    }
+    results
+}
+
+/// Arrivals generated and fed to the algorithms at a time: small enough to stay in
+/// cache, large enough that the per-chunk dynamic dispatch is noise.
+const CHUNK: usize = 1024;
+
+/// Generates the stream once and feeds it, chunk by chunk, to every driver.
+fn run_pass<'a>(
+    scenario: &'a Scenario,
+    mut drivers: Vec<Box<dyn Drive + 'a>>,
+) -> Vec<Result<Outcome, SimError>> {
+    if drivers.is_empty() {
+        return Vec::new();
+    }
+    match feed_all(scenario, &mut drivers) {
+        Ok(stream) => drivers
+            .into_iter()
+            .map(|d| d.finish(stream.keys()))
+            .collect(),
+        Err(e) => drivers
+            .iter()
+            .map(|_| Err(SimError::Scenario(e.clone())))
+            .collect(),
+    }
+}
+
+fn feed_all(
+    scenario: &Scenario,
+    drivers: &mut [Box<dyn Drive + '_>],
+) -> Result<ArrivalStream, ScenarioError> {
+    let mut stream = ArrivalStream::new(scenario)?;
+    let mut reference = drivers
+        .iter()
+        .any(|d| d.wants_reference())
+        .then(|| Reference::new(scenario));
+    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut log_allowed = Vec::with_capacity(CHUNK);
+    loop {
+        chunk.clear();
+        while chunk.len() < CHUNK {
+            match stream.next_arrival()? {
+                Some(arrival) => chunk.push(arrival),
+                None => break,
+            }
+        }
+        if chunk.is_empty() {
+            return Ok(stream);
+        }
+        if let Some(r) = reference.as_mut() {
+            r.decide(&chunk, &mut log_allowed);
+        }
+        let log = reference.as_ref().map(|_| log_allowed.as_slice());
+        for d in drivers.iter_mut() {
+            d.feed(&chunk, log, stream.keys());
+        }
+    }
+}
+
+/// The exact reference for open clients: the sliding log on the same stream. Its
+/// decisions depend only on the stream, so one copy serves every algorithm of a group.
+struct Reference {
+    clock: FakeClock,
+    limiter: RateLimiter<SlidingWindowLog, u32, FakeClock>,
+    sweep_every: u64,
+    next_sweep: u64,
+}
+
+impl Reference {
+    fn new(sc: &Scenario) -> Reference {
+        let clock = FakeClock::new(Nanos::ZERO);
+        let sweep_every = sweep_interval(sc);
+        Reference {
+            limiter: RateLimiter::with_clock(SlidingWindowLog::new(sc.rule), clock.clone()),
+            clock,
+            sweep_every,
+            next_sweep: sweep_every,
+        }
+    }
+
+    /// Whether the log admits each arrival of `chunk`, into `out`.
+    fn decide(&mut self, chunk: &[(u64, Arrival)], out: &mut Vec<bool>) {
+        out.clear();
+        for (_, a) in chunk {
+            while a.time.as_u64() >= self.next_sweep {
+                // Idle keys are forgotten, as the algorithms' own limiters do, to keep
+                // memory bounded; that never changes a decision.
+                self.clock.set(Nanos::new(self.next_sweep));
+                self.limiter.evict_idle();
+                self.next_sweep = self.next_sweep.saturating_add(self.sweep_every);
+            }
+            self.clock.set(a.time);
+            let allowed = self
+                .limiter
+                .try_acquire_n(&a.key, a.cost)
+                .is_ok_and(|d| d.allowed);
+            out.push(allowed);
+        }
+    }
+}
+
+/// The janitor's period: `max(W, duration / 1000)`.
+fn sweep_interval(sc: &Scenario) -> u64 {
+    sc.rule
+        .window()
+        .as_u64()
+        .max(sc.duration.as_u64().div_ceil(1000))
 }
 
 /// Static dispatch: each built-in name runs the engine monomorphised for its concrete
 /// type; any other registered name falls back to the type-erased algorithm.
-fn dispatch(name: &str, rule: Rule, job: Job<'_, '_>) -> Result<Outcome, SimError> {
-    match name {
-        "token_bucket" => job.drive(TokenBucket::new(rule), None),
-        "leaky_bucket" => job.drive(LeakyBucket::new(rule), None),
-        "fixed_window" => job.drive(FixedWindow::new(rule), None),
-        "sliding_window_log" => job.drive(SlidingWindowLog::new(rule), Some(log_heap_bytes)),
-        "sliding_window_counter" => job.drive(SlidingWindowCounter::new(rule), None),
-        "gcra" => job.drive(Gcra::new(rule), None),
-        other => job.drive(Registry::default().create(other, rule)?, None),
-    }
+fn driver<'a>(
+    name: &str,
+    sc: &'a Scenario,
+    sink: Option<Box<dyn DecisionSink>>,
+    progress: Option<&'a Progress<'a>>,
+    track: Option<u32>,
+) -> Result<Box<dyn Drive + 'a>, SimError> {
+    let rule = sc.rule;
+    let job = Job {
+        scenario: sc,
+        sink,
+        progress,
+        track,
+    };
+    Ok(match name {
+        "token_bucket" => job.driver(TokenBucket::new(rule), None),
+        "leaky_bucket" => job.driver(LeakyBucket::new(rule), None),
+        "fixed_window" => job.driver(FixedWindow::new(rule), None),
+        "sliding_window_log" => job.driver(SlidingWindowLog::new(rule), Some(log_heap_bytes)),
+        "sliding_window_counter" => job.driver(SlidingWindowCounter::new(rule), None),
+        "gcra" => job.driver(Gcra::new(rule), None),
+        other => job.driver(Registry::default().create(other, rule)?, None),
+    })
 }
 
 /// Heap held by a sliding-log state: one `(instant, cost)` per logged instant.
@@ -233,10 +376,10 @@ fn log_heap_bytes(state: &LogState) -> usize {
     state.len() * std::mem::size_of::<(Nanos, u64)>()
 }
 
-struct Job<'a, 's> {
+struct Job<'a> {
     scenario: &'a Scenario,
     /// `None` for the silent second pass: no rows, no reference, no probes.
-    sink: Option<&'s mut dyn DecisionSink>,
+    sink: Option<Box<dyn DecisionSink>>,
     progress: Option<&'a Progress<'a>>,
     /// The key whose window count to draw; `None` = the first key admitted.
     track: Option<u32>,
@@ -246,6 +389,17 @@ struct Outcome {
     report: AlgorithmReport,
     worst: Option<u32>,
     tracked_max: u64,
+}
+
+/// One algorithm's run, fed the stream a chunk at a time.
+trait Drive {
+    /// True when this run counts `false_allow` / `false_deny` against the log.
+    fn wants_reference(&self) -> bool;
+    /// Decides every arrival of `chunk` (and any retries due before each), in order.
+    /// `log_allowed[i]` is the reference's decision on `chunk[i]`, when there is one.
+    fn feed(&mut self, chunk: &[(u64, Arrival)], log_allowed: Option<&[bool]>, keys: &KeyTable);
+    /// Decides the retries still queued and computes the metrics.
+    fn finish(self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError>;
 }
 
 /// One request attempt waiting in the event queue.
@@ -313,12 +467,12 @@ impl EventQueue {
     }
 }
 
-impl Job<'_, '_> {
-    fn drive<A: Algorithm>(
-        mut self,
+impl<'a> Job<'a> {
+    fn driver<A: Algorithm>(
+        self,
         algorithm: A,
         heap_bytes: Option<fn(&A::State) -> usize>,
-    ) -> Result<Outcome, SimError> {
+    ) -> Box<dyn Drive + 'a> {
         let sc = self.scenario;
         let rule = sc.rule;
         let name = algorithm.name().to_string();
@@ -326,9 +480,8 @@ impl Job<'_, '_> {
         let clock = FakeClock::new(Nanos::ZERO);
         let limiter: RateLimiter<A, u32, FakeClock> =
             RateLimiter::with_clock(algorithm, clock.clone());
-        let reference: Option<RateLimiter<SlidingWindowLog, u32, FakeClock>> =
-            (sc.client == ClientModel::Open && !silent && name != "sliding_window_log")
-                .then(|| RateLimiter::with_clock(SlidingWindowLog::new(rule), clock.clone()));
+        let wants_reference =
+            sc.client == ClientModel::Open && !silent && name != "sliding_window_log";
         let (retry, max_retries, jitter) = match sc.client {
             ClientModel::Open => (false, 0, Nanos::ZERO),
             ClientModel::Retry {
@@ -339,167 +492,308 @@ impl Job<'_, '_> {
         // Stream 0 of the seed is the jitter's; traffic sources use streams 1, 2, ...
         let mut jitter_rng = ChaCha8Rng::seed_from_u64(sc.seed);
         jitter_rng.set_stream(0);
-
-        let mut stream = ArrivalStream::new(sc)?;
-        let mut queue = EventQueue::default();
-        let mut m = Metrics {
-            algorithm: name.clone(),
-            ..Metrics::default()
+        let sweep_every = sweep_interval(sc);
+        // The silent pass only redraws one key's window count. With open clients a
+        // key's decisions depend on its own arrivals alone (eviction forgets only
+        // states indistinguishable from fresh ones), so every other key is skipped.
+        let only_key = match (silent, retry) {
+            (true, false) => self.track,
+            _ => None,
         };
-        let (mut false_allow, mut false_deny) = (0, 0);
-        let (mut succeeded, mut gave_up, mut unfinished, mut wasted) = (0, 0, 0, 0);
-        let mut tracker = WindowTracker::new(rule.window(), rule.max_requests());
-        let mut series = SeriesThinner::new(sc.duration);
-        let mut track = self.track;
-        let mut timeline = Timeline::new(sc.duration);
-        let mut latency = LatencyHistogram::default();
+        Box::new(Driver {
+            sc,
+            m: Metrics {
+                algorithm: name.clone(),
+                ..Metrics::default()
+            },
+            name,
+            silent,
+            sink: self.sink,
+            progress: self.progress,
+            clock,
+            limiter,
+            wants_reference,
+            retry,
+            max_retries,
+            jitter,
+            jitter_rng,
+            queue: EventQueue::default(),
+            false_allow: 0,
+            false_deny: 0,
+            succeeded: 0,
+            gave_up: 0,
+            unfinished: 0,
+            wasted: 0,
+            tracker: WindowTracker::new(rule.window(), rule.max_requests()),
+            series: SeriesThinner::new(sc.duration),
+            track: self.track,
+            timeline: Timeline::new(sc.duration),
+            latency: LatencyHistogram::default(),
+            sweep_every,
+            next_sweep: sweep_every,
+            janitor: Janitor::<A> {
+                heap_bytes,
+                touched: Vec::new(),
+                marked: Vec::new(),
+                peak_keys: 0,
+                state_bytes: std::mem::size_of::<A::State>() as u64,
+            },
+            events: 0,
+            reported: 0,
+            scratch: None,
+            only_key,
+            error: None,
+        })
+    }
+}
 
-        let duration = sc.duration.as_u64();
-        let sweep_every = rule.window().as_u64().max(duration.div_ceil(1000));
-        let mut next_sweep = sweep_every;
-        let mut janitor = Janitor::<A> {
-            heap_bytes,
-            touched: Vec::new(),
-            marked: Vec::new(),
-            peak_keys: 0,
-            state_bytes: std::mem::size_of::<A::State>() as u64,
-        };
-        let (mut events, mut reported) = (0u64, 0u64);
+/// The state of one algorithm's run between chunks.
+struct Driver<'a, A: Algorithm> {
+    sc: &'a Scenario,
+    name: String,
+    silent: bool,
+    sink: Option<Box<dyn DecisionSink>>,
+    progress: Option<&'a Progress<'a>>,
+    clock: FakeClock,
+    limiter: RateLimiter<A, u32, FakeClock>,
+    wants_reference: bool,
+    retry: bool,
+    max_retries: u32,
+    jitter: Nanos,
+    jitter_rng: ChaCha8Rng,
+    queue: EventQueue,
+    m: Metrics,
+    false_allow: u64,
+    false_deny: u64,
+    succeeded: u64,
+    gave_up: u64,
+    unfinished: u64,
+    wasted: u64,
+    tracker: WindowTracker,
+    series: SeriesThinner,
+    track: Option<u32>,
+    timeline: Timeline,
+    latency: LatencyHistogram,
+    sweep_every: u64,
+    next_sweep: u64,
+    janitor: Janitor<A>,
+    events: u64,
+    reported: u64,
+    /// A reused copy of a state for probing denials.
+    scratch: Option<A::State>,
+    /// The silent open-client pass skips every key but this one.
+    only_key: Option<u32>,
+    /// The first sink error: the run stops deciding and reports it.
+    error: Option<SimError>,
+}
 
-        let mut next_arrival = stream.next_arrival()?;
-        loop {
-            let arrival_time = next_arrival.map_or(Nanos::MAX, |(_, a)| a.time);
-            let event = match queue.pop_due(arrival_time) {
-                Some(retry) => retry,
-                None => match next_arrival {
-                    None => break,
-                    Some((seq, a)) => {
-                        next_arrival = stream.next_arrival()?;
-                        Event {
-                            time: a.time,
-                            seq,
-                            key: a.key,
-                            cost: a.cost,
-                            attempt: 0,
-                            first: a.time,
-                        }
-                    }
-                },
+impl<A: Algorithm> Drive for Driver<'_, A> {
+    fn wants_reference(&self) -> bool {
+        self.wants_reference
+    }
+
+    fn feed(&mut self, chunk: &[(u64, Arrival)], log_allowed: Option<&[bool]>, keys: &KeyTable) {
+        if self.error.is_some() {
+            return;
+        }
+        for (i, &(seq, a)) in chunk.iter().enumerate() {
+            // Retries due at the same instant as a new arrival go first: they were
+            // scheduled earlier.
+            while let Some(retry) = self.queue.pop_due(a.time) {
+                if let Err(e) = self.step(retry, None, keys) {
+                    self.error = Some(e);
+                    return;
+                }
+            }
+            let event = Event {
+                time: a.time,
+                seq,
+                key: a.key,
+                cost: a.cost,
+                attempt: 0,
+                first: a.time,
             };
-            let now = event.time;
-            while now.as_u64() >= next_sweep {
-                clock.set(Nanos::new(next_sweep));
-                janitor.sweep(&limiter, true);
-                if let Some(r) = &reference {
-                    r.evict_idle();
-                }
-                next_sweep = next_sweep.saturating_add(sweep_every);
+            if let Err(e) = self.step(event, log_allowed.map(|l| l[i]), keys) {
+                self.error = Some(e);
+                return;
             }
-            clock.set(now);
-            if janitor.heap_bytes.is_some() {
-                janitor.touch(event.key);
-            }
+        }
+    }
 
-            let (allowed, remaining, retry_after) =
-                match limiter.try_acquire_n(&event.key, event.cost) {
-                    Ok(d) => (d.allowed, d.remaining, d.retry_after),
-                    Err(_) => (false, limiter.peek(&event.key).remaining, Nanos::MAX),
-                };
-            m.attempts += 1;
-            if event.attempt == 0 {
-                m.requests += 1;
+    fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
+        while self.error.is_none()
+            && let Some(retry) = self.queue.pop_due(Nanos::MAX)
+        {
+            if let Err(e) = self.step(retry, None, keys) {
+                self.error = Some(e);
             }
-            timeline.record(now, allowed);
-            if allowed {
-                m.allowed += 1;
-                let tracked = *track.get_or_insert(event.key);
-                if event.key == tracked {
-                    tracker.admit(event.key, now, event.cost, |t, c| series.push(t, c));
-                } else {
-                    tracker.admit(event.key, now, event.cost, |_, _| {});
-                }
-                if retry {
-                    succeeded += 1;
-                    latency.record(now - event.first);
-                }
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        // Flush now, so a failed write is an error rather than lost on drop.
+        if let Some(sink) = self.sink.as_mut() {
+            sink.finish().map_err(|source| SimError::Sink {
+                algorithm: self.name.clone(),
+                source,
+            })?;
+        }
+        (*self).outcome(keys)
+    }
+}
+
+impl<A: Algorithm> Driver<'_, A> {
+    /// Decides one request attempt and records what the metrics need.
+    fn step(
+        &mut self,
+        event: Event,
+        log_allowed: Option<bool>,
+        keys: &KeyTable,
+    ) -> Result<(), SimError> {
+        if self.only_key.is_some_and(|k| k != event.key) {
+            return Ok(());
+        }
+        let now = event.time;
+        while now.as_u64() >= self.next_sweep {
+            self.clock.set(Nanos::new(self.next_sweep));
+            self.janitor.sweep(&self.limiter, true);
+            self.next_sweep = self.next_sweep.saturating_add(self.sweep_every);
+        }
+        self.clock.set(now);
+        if self.janitor.heap_bytes.is_some() {
+            self.janitor.touch(event.key);
+        }
+
+        let limiter = &self.limiter;
+        let (allowed, remaining, retry_after) = match limiter.try_acquire_n(&event.key, event.cost)
+        {
+            Ok(d) => (d.allowed, d.remaining, d.retry_after),
+            Err(_) => (false, limiter.peek(&event.key).remaining, Nanos::MAX),
+        };
+        let m = &mut self.m;
+        m.attempts += 1;
+        if event.attempt == 0 {
+            m.requests += 1;
+        }
+        self.timeline.record(now, allowed);
+        if allowed {
+            m.allowed += 1;
+            let tracked = *self.track.get_or_insert(event.key);
+            if event.key == tracked {
+                let series = &mut self.series;
+                self.tracker
+                    .admit(event.key, now, event.cost, |t, c| series.push(t, c));
             } else {
-                m.denied += 1;
-                if event.attempt > 0 {
-                    wasted += 1;
-                }
-                if retry_after == Nanos::MAX {
-                    m.never_fits += 1;
-                } else {
-                    if !silent {
-                        let state = limiter.snapshot(&event.key);
-                        if let Some(earliest) = state.and_then(|s| {
-                            earliest_pass(limiter.algorithm(), &s, now, retry_after, event.cost)
-                        }) {
-                            judge(&mut m, now, retry_after, earliest);
-                        }
+                self.tracker.admit(event.key, now, event.cost, |_, _| {});
+            }
+            if self.retry {
+                self.succeeded += 1;
+                self.latency.record(now - event.first);
+            }
+        } else {
+            m.denied += 1;
+            if event.attempt > 0 {
+                self.wasted += 1;
+            }
+            if retry_after == Nanos::MAX {
+                m.never_fits += 1;
+            } else {
+                if !self.silent {
+                    // Probed under the key's lock on a reused scratch copy: no
+                    // snapshot, no allocation per denial once the scratch is warm.
+                    let scratch = &mut self.scratch;
+                    let earliest = limiter.with_state(&event.key, |algo, state, _| {
+                        earliest_pass_with(algo, state, scratch, now, retry_after, event.cost)
+                    });
+                    if let Some(earliest) = earliest {
+                        judge(m, now, retry_after, earliest);
                     }
-                    if retry {
-                        if event.attempt >= max_retries {
-                            gave_up += 1;
+                }
+                if self.retry {
+                    if event.attempt >= self.max_retries {
+                        self.gave_up += 1;
+                    } else {
+                        let extra = match self.jitter.as_u64() {
+                            0 => 0,
+                            j => self.jitter_rng.random_range(0..=j),
+                        };
+                        let at = now + retry_after + Nanos::new(extra);
+                        if at >= self.sc.duration {
+                            self.unfinished += 1;
                         } else {
-                            let extra = match jitter.as_u64() {
-                                0 => 0,
-                                j => jitter_rng.random_range(0..=j),
-                            };
-                            let at = now + retry_after + Nanos::new(extra);
-                            if at >= sc.duration {
-                                unfinished += 1;
-                            } else {
-                                queue.push(Event {
-                                    time: at,
-                                    attempt: event.attempt + 1,
-                                    ..event
-                                });
-                            }
+                            self.queue.push(Event {
+                                time: at,
+                                attempt: event.attempt + 1,
+                                ..event
+                            });
                         }
                     }
                 }
             }
-            if let Some(r) = &reference {
-                let log_allowed = r
-                    .try_acquire_n(&event.key, event.cost)
-                    .is_ok_and(|d| d.allowed);
-                false_allow += u64::from(allowed && !log_allowed);
-                false_deny += u64::from(!allowed && log_allowed);
-            }
-            if let Some(sink) = self.sink.as_mut() {
-                let row = DecisionRow {
-                    algorithm: &name,
-                    seq: event.seq,
-                    attempt: event.attempt,
-                    time: now,
-                    key: stream.keys().name(event.key),
-                    cost: event.cost,
-                    allowed,
-                    remaining,
-                    retry_after,
-                };
-                sink.record(&row).map_err(|source| SimError::Sink {
-                    algorithm: name.clone(),
-                    source,
-                })?;
-            }
-            events += 1;
-            if events.is_multiple_of(4096)
-                && let Some(p) = self.progress
-            {
-                let step = (u128::from(now.as_u64()) * u128::from(PROGRESS_STEPS)
-                    / u128::from(duration)) as u64;
-                let step = step.min(PROGRESS_STEPS);
-                p.add(step.saturating_sub(reported));
-                reported = reported.max(step);
-            }
         }
-        clock.set(sc.duration);
-        janitor.sweep(&limiter, false);
+        if self.wants_reference
+            && let Some(log_allowed) = log_allowed
+        {
+            self.false_allow += u64::from(allowed && !log_allowed);
+            self.false_deny += u64::from(!allowed && log_allowed);
+        }
+        if let Some(sink) = self.sink.as_mut() {
+            let row = DecisionRow {
+                algorithm: &self.name,
+                seq: event.seq,
+                attempt: event.attempt,
+                time: now,
+                key: keys.name(event.key),
+                cost: event.cost,
+                allowed,
+                remaining,
+                retry_after,
+            };
+            sink.record(&row).map_err(|source| SimError::Sink {
+                algorithm: self.name.clone(),
+                source,
+            })?;
+        }
+        self.events += 1;
+        if self.events.is_multiple_of(4096)
+            && let Some(p) = self.progress
+        {
+            let duration = self.sc.duration.as_u64();
+            let step = (u128::from(now.as_u64()) * u128::from(PROGRESS_STEPS)
+                / u128::from(duration)) as u64;
+            let step = step.min(PROGRESS_STEPS);
+            p.add(step.saturating_sub(self.reported));
+            self.reported = self.reported.max(step);
+        }
+        Ok(())
+    }
+
+    /// The run is over: the final sweep, and the metrics.
+    fn outcome(mut self, keys: &KeyTable) -> Result<Outcome, SimError> {
+        let sc = self.sc;
+        let rule = sc.rule;
+        self.clock.set(sc.duration);
+        self.janitor.sweep(&self.limiter, false);
         if let Some(p) = self.progress {
-            p.add(PROGRESS_STEPS - reported);
+            p.add(PROGRESS_STEPS - self.reported);
         }
+        let Driver {
+            mut m,
+            mut tracker,
+            mut series,
+            track,
+            latency,
+            janitor,
+            timeline,
+            name,
+            false_allow,
+            false_deny,
+            succeeded,
+            gave_up,
+            unfinished,
+            wasted,
+            ..
+        } = self;
 
         let tracked_max = track.map_or(0, |k| tracker.max_of(k));
         if let Some(k) = track {
@@ -508,7 +802,7 @@ impl Job<'_, '_> {
         m.max_in_window = tracker.max;
         m.worst_key = tracker
             .worst_key
-            .map_or_else(String::new, |k| stream.keys().name(k).to_string());
+            .map_or_else(String::new, |k| keys.name(k).to_string());
         m.over_admission = tracker.max as f64 / rule.max_requests() as f64;
         m.excess = tracker.excess;
         m.allow_rate = if m.attempts == 0 {
@@ -543,7 +837,6 @@ impl Job<'_, '_> {
         })
     }
 }
-
 /// Counts `retry_after` (and its whole-second header form) against the exact
 /// earliest instant the denied request would pass.
 fn judge(m: &mut Metrics, now: Nanos, retry_after: Nanos, earliest: Nanos) {
@@ -567,6 +860,7 @@ fn judge(m: &mut Metrics, now: Nanos, retry_after: Nanos, earliest: Nanos) {
 /// `state` (nothing else happening), or `None` if it never does. The request was just
 /// denied at `now`. The advertised wait is tried first, so an exact algorithm costs
 /// two probes; otherwise the instant is found by exponential then binary search.
+#[cfg(test)]
 pub(crate) fn earliest_pass<A: Algorithm>(
     algorithm: &A,
     state: &A::State,
@@ -574,7 +868,30 @@ pub(crate) fn earliest_pass<A: Algorithm>(
     hint: Nanos,
     cost: u64,
 ) -> Option<Nanos> {
-    let passes = |t: u64| algorithm.try_acquire(&mut state.clone(), Nanos::new(t), cost);
+    earliest_pass_with(algorithm, state, &mut None, now, hint, cost)
+}
+
+/// `earliest_pass` with a caller-owned scratch state: every probe runs on a fresh
+/// copy of `state` made with `clone_from` into `scratch`, so a state that owns heap
+/// memory (the sliding log's entries) reuses the scratch's allocation.
+fn earliest_pass_with<A: Algorithm>(
+    algorithm: &A,
+    state: &A::State,
+    scratch: &mut Option<A::State>,
+    now: Nanos,
+    hint: Nanos,
+    cost: u64,
+) -> Option<Nanos> {
+    let mut passes = |t: u64| {
+        let copy = match scratch {
+            Some(copy) => {
+                copy.clone_from(state);
+                copy
+            }
+            None => scratch.insert(state.clone()),
+        };
+        algorithm.try_acquire(copy, Nanos::new(t), cost)
+    };
     let mut fails = now.as_u64(); // known: denied at `now`
     let guess = (now + hint).as_u64();
     let mut pass = if guess > fails && passes(guess) {
@@ -653,6 +970,7 @@ impl<A: Algorithm> Janitor<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rule::Rule;
 
     #[test]
     fn the_probe_finds_the_true_earliest_instant_even_from_a_wrong_hint() {
