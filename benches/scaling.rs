@@ -224,10 +224,8 @@ fn chart(
     keys: &Series<'_>,
     log: &Series<'_>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // The embedded font, as ratesim's own charts register it (`report::charts::
-    // register_fonts` is not re-exported): no system fonts needed.
-    plotters::style::register_font("sans-serif", FontStyle::Normal, ttf_noto_sans::REGULAR)
-        .map_err(|_| "cannot load the embedded font")?;
+    // The embedded font ratesim's own charts use: no system fonts needed.
+    ratesim::report::register_fonts()?;
     let root = BitMapBackend::new(path, (1600, 620)).into_drawing_area();
     root.fill(&WHITE)?;
     let (left, right) = root.split_horizontally(960);

@@ -2,9 +2,6 @@
 # A short fuzz smoke run for CI: builds the targets and runs each for FUZZ_SECONDS
 # (default 20) from the seed corpus. Fails on any crash; skips cleanly when cargo-fuzz
 # is not installed. Choose targets with FUZZ_TARGETS="scenario trace" (default: all).
-# While the GCRA / leaky-bucket saturation bugs are open (ignored tests in
-# tests/regressions.rs), algorithm_ops finds them in seconds: RATESIM_FUZZ_SKIP_KNOWN=1
-# makes it skip those ranges.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"

@@ -6,7 +6,7 @@
 //! nothing is consumed from any rule. This module does no locking of its own.
 
 use crate::algorithm::Algorithm;
-use crate::limiter::RateLimiter;
+use crate::limiter::{RateLimiter, decision, status};
 use crate::rule::{Decision, Rule};
 use crate::time::{Clock, Nanos};
 
@@ -85,15 +85,7 @@ impl<A: Algorithm> Composite<A> {
         self.parts
             .iter()
             .zip(state)
-            .map(|(p, s)| {
-                let retry_after = p.retry_after(s, now, 1).unwrap_or(Nanos::MAX);
-                Decision {
-                    allowed: retry_after == Nanos::ZERO,
-                    remaining: p.remaining(s, now),
-                    retry_after,
-                    reset_after: p.reset_after(s, now),
-                }
-            })
+            .map(|(p, s)| status(p, s, now))
             .collect()
     }
 }
@@ -196,18 +188,8 @@ impl<A: Algorithm, K: std::hash::Hash + Eq, C: Clock> RateLimiter<Composite<A>, 
         self.with_state(key, |algo, state, now| {
             let denied_by = algo.binding_rule(state, now, cost);
             let allowed = algo.try_acquire(state, now, cost);
-            let retry_after = if allowed {
-                Nanos::ZERO
-            } else {
-                algo.retry_after(state, now, cost).unwrap_or(Nanos::MAX)
-            };
             CompositeDecision {
-                decision: Decision {
-                    allowed,
-                    remaining: algo.remaining(state, now),
-                    retry_after,
-                    reset_after: algo.reset_after(state, now),
-                },
+                decision: decision(algo, state, now, cost, allowed),
                 denied_by: if allowed { None } else { denied_by },
                 per_rule: algo.per_rule(state, now),
             }

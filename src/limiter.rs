@@ -309,30 +309,46 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
     {
         let acquire = |algo: &A, state: &mut A::State, now: Nanos| {
             let allowed = algo.try_acquire(state, now, cost);
-            let retry_after = if allowed {
-                Nanos::ZERO
-            } else {
-                algo.retry_after(state, now, cost).unwrap_or(Nanos::MAX)
-            };
-            Decision {
-                allowed,
-                remaining: algo.remaining(state, now),
-                retry_after,
-                reset_after: algo.reset_after(state, now),
-            }
+            decision(algo, state, now, cost, allowed)
         };
         self.with_state_hooked(key, acquire, before_lock)
     }
 
     fn status(&self, state: &A::State, now: Nanos) -> Decision {
-        let algo = &self.algorithm;
-        let retry_after = algo.retry_after(state, now, 1).unwrap_or(Nanos::MAX);
-        Decision {
-            allowed: retry_after == Nanos::ZERO,
-            remaining: algo.remaining(state, now),
-            retry_after,
-            reset_after: algo.reset_after(state, now),
-        }
+        status(&self.algorithm, state, now)
+    }
+}
+
+/// The decision to report after `try_acquire(state, now, cost)` returned `allowed`
+/// (`state` is the state after it): `retry_after` is zero when allowed and `MAX` when
+/// the cost can never fit.
+pub(crate) fn decision<A: Algorithm>(
+    algo: &A,
+    state: &A::State,
+    now: Nanos,
+    cost: u64,
+    allowed: bool,
+) -> Decision {
+    let retry_after = if allowed {
+        Nanos::ZERO
+    } else {
+        algo.retry_after(state, now, cost).unwrap_or(Nanos::MAX)
+    };
+    Decision {
+        allowed,
+        remaining: algo.remaining(state, now),
+        retry_after,
+        reset_after: algo.reset_after(state, now),
+    }
+}
+
+/// What a request of cost 1 would get now, without consuming anything.
+pub(crate) fn status<A: Algorithm>(algo: &A, state: &A::State, now: Nanos) -> Decision {
+    let retry_after = algo.retry_after(state, now, 1).unwrap_or(Nanos::MAX);
+    Decision {
+        allowed: retry_after == Nanos::ZERO,
+        retry_after,
+        ..decision(algo, state, now, 1, true)
     }
 }
 

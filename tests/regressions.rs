@@ -1,9 +1,6 @@
 //! Inputs found by fuzzing (`fuzz/`), or by reading the code while writing the fuzz
 //! targets, replayed through the public API so `cargo test` keeps them fixed. Each test
 //! says where it came from and what went wrong.
-//!
-//! A test marked `#[ignore]` reproduces a bug in code another branch owns; the reason
-//! says where. Run them with `cargo test --test regressions -- --ignored`.
 
 use std::path::Path;
 
@@ -17,7 +14,6 @@ use ratesim::{Algorithm, FakeClock, Gcra, LeakyBucket, Nanos, ParseTimeError, Ra
 /// now = u64::MAX − 189 ns, cost = u64::MAX − 90 (above the burst) → admitted while
 /// `retry_after` says `None` (can never fit).
 #[test]
-#[ignore = "bug in src/algorithm/gcra.rs (perf branch): saturating TAT update admits cost > burst near u64::MAX"]
 fn gcra_never_admits_a_cost_above_its_burst_near_the_end_of_time() {
     let rule = Rule::new(u64::MAX, Nanos::new(1 << 63))
         .unwrap()
@@ -36,7 +32,6 @@ fn gcra_never_admits_a_cost_above_its_burst_near_the_end_of_time() {
 /// rejects cost > capacity up front): once the saturated TAT sits at `u128::MAX`,
 /// every further request at the same instant passes.
 #[test]
-#[ignore = "bug in src/algorithm/gcra.rs (perf branch): saturating TAT update admits without limit near u64::MAX"]
 fn gcra_admits_at_most_burst_requests_at_one_instant_near_the_end_of_time() {
     let rule = Rule::new(u64::MAX, Nanos::new(1 << 63))
         .unwrap()
@@ -130,7 +125,6 @@ fn microseconds_can_be_written_with_the_micro_sign() {
 /// advised wait comes out far too short. Found as: max_requests = window =
 /// u64::MAX − 1, a full bucket, cost = capacity → `retry_after` 5 ns, denied then.
 #[test]
-#[ignore = "bug in src/algorithm/leaky_bucket.rs (perf branch): saturating water + pour makes retry_after too short near u128::MAX"]
 fn leaky_bucket_retry_after_is_exact_for_a_full_bucket_with_huge_parameters() {
     let rule = Rule::new(u64::MAX, Nanos::new(u64::MAX)).unwrap();
     let bucket = LeakyBucket::new(rule);

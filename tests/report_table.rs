@@ -129,7 +129,13 @@ fn show_table() {
 #[test]
 fn algorithm_names_never_wrap_in_a_terminal_wide_enough_for_the_table() {
     let mut all = rows();
-    all.push(SummaryRow::new("sliding_window_counter", 1_234_567, 7_654_321, 115, 100));
+    all.push(SummaryRow::new(
+        "sliding_window_counter",
+        1_234_567,
+        7_654_321,
+        115,
+        100,
+    ));
     let options = TableOptions {
         color: false,
         width: Some(160),

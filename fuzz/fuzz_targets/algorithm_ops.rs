@@ -22,25 +22,6 @@ use ratesim::{Algorithm, Nanos, Registry, Rule};
 
 static REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default);
 
-/// `RATESIM_FUZZ_SKIP_KNOWN=1` skips the parameter ranges of the open bugs below, so a
-/// long run keeps looking for new ones instead of re-finding these every second. The
-/// reproductions are the ignored tests in `tests/regressions.rs`.
-static SKIP_KNOWN: LazyLock<bool> =
-    LazyLock::new(|| std::env::var_os("RATESIM_FUZZ_SKIP_KNOWN").is_some_and(|v| v == "1"));
-
-/// True where GCRA's `tat + cost·W` or the leaky bucket's `water + pour` can saturate
-/// `u128` (both in src/algorithm/, open bugs): `u64::MAX · max + 2 · u64::MAX · W`
-/// bounds the first and `2 · u64::MAX · W` the second.
-fn in_known_bug_range(name: &str, rule: &Rule) -> bool {
-    let m = u128::from(u64::MAX);
-    let w = u128::from(rule.window().as_u64());
-    let bound = m
-        .checked_mul(w)
-        .and_then(|mw| mw.checked_mul(2))
-        .and_then(|b| b.checked_add(m.checked_mul(u128::from(rule.max_requests()))?));
-    matches!(name, "gcra" | "leaky_bucket") && bound.is_none()
-}
-
 /// A `u64` parameter, biased towards the edges.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 enum Param {
@@ -107,9 +88,6 @@ fuzz_target!(|input: Input| {
         }
     }
     for name in REGISTRY.names() {
-        if *SKIP_KNOWN && in_known_bug_range(name, &rule) {
-            continue;
-        }
         let algo = REGISTRY.create(name, rule).expect("a registered name");
         run(
             &algo,

@@ -23,8 +23,11 @@ pub struct Gcra {
 /// Per-key state of GCRA.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GcraState {
-    /// Theoretical arrival time, scaled by `max_requests` (a `u128` as two words).
-    tat: Wide,
+    /// How far the theoretical arrival time is ahead of `last`, scaled by
+    /// `max_requests`: `TAT = last · max + ahead`. Kept relative, because an absolute
+    /// scaled TAT near the end of time (`u64::MAX` ns × `max_requests`) would not fit
+    /// even in `u128`; `ahead` never exceeds `burst · W`, which always does.
+    ahead: Wide,
     /// The latest instant seen: a backwards clock is treated as this.
     last: Nanos,
 }
@@ -38,11 +41,12 @@ impl Gcra {
         }
     }
 
-    /// The clamped instant, scaled, and the TAT no earlier than it.
-    fn at(&self, s: &GcraState, now: Nanos) -> (u128, u128, Nanos) {
+    /// `max(TAT, t) − t` at `now` (the scaled wait until the key is fully rested:
+    /// the leaky bucket's water), and the clamped instant.
+    fn ahead(&self, s: &GcraState, now: Nanos) -> (u128, Nanos) {
         let now = now.max(s.last);
-        let scaled = u128::from(now.as_u64()) * u128::from(self.rule.max_requests());
-        (scaled, s.tat.get().max(scaled), now)
+        let elapsed = u128::from((now - s.last).as_u64()) * u128::from(self.rule.max_requests());
+        (s.ahead.get().saturating_sub(elapsed), now)
     }
 
     fn interval(&self, cost: u64) -> u128 {
@@ -72,36 +76,38 @@ impl Algorithm for Gcra {
 
     fn new_state(&self, now: Nanos) -> GcraState {
         GcraState {
-            tat: Wide::new(0),
+            ahead: Wide::new(0),
             last: now,
         }
     }
 
     fn try_acquire(&self, state: &mut GcraState, now: Nanos, cost: u64) -> bool {
-        let (t, tat, now) = self.at(state, now);
-        let new_tat = tat.saturating_add(self.interval(cost));
-        let allowed = new_tat - t <= self.limit;
-        if allowed {
-            state.tat = Wide::new(new_tat);
-        }
-        state.last = now;
+        let (ahead, now) = self.ahead(state, now);
+        // max(TAT, t) + c·T − t ≤ burst·T, written so nothing can overflow.
+        let allowed = self.interval(cost) <= self.limit - ahead;
+        let ahead = if allowed {
+            ahead + self.interval(cost)
+        } else {
+            ahead
+        };
+        *state = GcraState {
+            ahead: Wide::new(ahead),
+            last: now,
+        };
         allowed
     }
 
     fn remaining(&self, state: &GcraState, now: Nanos) -> u64 {
-        let (t, tat, _) = self.at(state, now);
-        div(self.limit - (tat - t).min(self.limit), self.interval(1)) as u64
+        let (ahead, _) = self.ahead(state, now);
+        div(self.limit - ahead, self.interval(1)) as u64
     }
 
     fn retry_after(&self, state: &GcraState, now: Nanos, cost: u64) -> Option<Nanos> {
         if cost > self.rule.burst() {
             return None;
         }
-        let (t, tat, clamped) = self.at(state, now);
-        let over = tat
-            .saturating_add(self.interval(cost))
-            .saturating_sub(t)
-            .saturating_sub(self.limit);
+        let (ahead, clamped) = self.ahead(state, now);
+        let over = self.interval(cost).saturating_sub(self.limit - ahead);
         if over == 0 {
             return Some(Nanos::ZERO);
         }
@@ -112,7 +118,7 @@ impl Algorithm for Gcra {
     }
 
     fn reset_after(&self, state: &GcraState, now: Nanos) -> Nanos {
-        let (t, tat, clamped) = self.at(state, now);
-        wait_until(u128::from(clamped.as_u64()) + self.unscale(tat - t), now)
+        let (ahead, clamped) = self.ahead(state, now);
+        wait_until(u128::from(clamped.as_u64()) + self.unscale(ahead), now)
     }
 }

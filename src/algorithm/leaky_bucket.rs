@@ -77,7 +77,8 @@ impl Algorithm for LeakyBucket {
         }
         let (water, clamped) = self.water(state, now);
         let pour = u128::from(cost) * self.unit;
-        let overflow = water.saturating_add(pour).saturating_sub(self.cap);
+        // `pour − room`, never `water + pour − cap`: the sum can pass `u128::MAX`.
+        let overflow = pour.saturating_sub(self.cap - water);
         if overflow == 0 {
             return Some(Nanos::ZERO);
         }

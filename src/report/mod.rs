@@ -64,8 +64,8 @@ pub const OVER_ADMISSION_PNG: &str = "over_admission.png";
 
 pub use charts::{
     ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
-    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, render_over_admission,
-    render_timeline, render_window_counts,
+    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, register_fonts,
+    render_over_admission, render_timeline, render_window_counts,
 };
 pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, write_csv_rows,
