@@ -373,9 +373,21 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
     }
     for scenario in &mut scenarios {
         if let Some(rule) = limit {
-            scenario.rule = rule;
+            scenario
+                .set_rule(rule)
+                .map_err(|e| input(anyhow::Error::new(e).context("--limit")))?;
         }
         apply_overrides(scenario, common)?;
+        // Every trace is read through before the first run writes anything.
+        scenario.validate().map_err(input)?;
+    }
+    let mut names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(pair) = names.windows(2).find(|p| p[0] == p[1]) {
+        return Err(input(anyhow::anyhow!(
+            "two scenarios are named `{}`; their outputs would overwrite each other",
+            pair[0]
+        )));
     }
     let root = common
         .out

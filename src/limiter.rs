@@ -372,6 +372,10 @@ mod tests {
         RateLimiter::with_clock(FixedWindow::new(rule), FakeClock::default())
     }
 
+    /// The seed's race, forced deterministically. With lock striping there is no gap
+    /// between finding a state and using it, so this guards the design rather than a
+    /// known weak spot: it fails if the request path is ever split into a lookup and a
+    /// later lock again (as `broken_with_split_critical_section` does under loom).
     #[test]
     fn eviction_between_lookup_and_lock_grants_no_free_request() {
         let limiter = one_per_10s();

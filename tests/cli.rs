@@ -583,6 +583,17 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         case("zero --threads", vec![], vec!["run", "scenarios/burst.toml", "--threads", "0"], vec!["--threads"]),
         case("unknown flag", vec![], vec!["run", "scenarios/burst.toml", "--colour"], vec!["--colour"]),
         case("validate a bad file", vec![("s.toml", bad("max_requests", "0"))], vec!["validate", "s.toml"], vec!["s.toml:5:"]),
+        case("a name with a slash", vec![("s.toml", bad("name", "\"/tmp/escaped\""))], vec!["run", "s.toml"], vec!["s.toml:1:", "output folder"]),
+        case("a name that climbs out", vec![("s.toml", bad("name", "\"..\""))], vec!["run", "s.toml"], vec!["s.toml:1:"]),
+        case(
+            "compare with a bad trace after a good scenario",
+            [with_trace("time_s,key\n2,a\n1,a\n"), vec![("ok.toml", bad("name", "\"ok\""))]].concat(),
+            vec!["compare", "--scenario", "ok.toml", "--scenario", "s.toml"],
+            vec!["trace.csv:3"],
+        ),
+        case("compare with two scenarios of one name", vec![("a.toml", bad("name", "\"same\"")), ("b.toml", bad("name", "\"same\""))], vec!["compare", "--scenario", "a.toml", "--scenario", "b.toml"], vec!["same"]),
+        case("worst-case with a huge limit", vec![], vec!["worst-case", "--limit", "20000000/1s"], vec!["too large", "100000"]),
+        case("calibrate with a bad --burst", vec![], vec!["calibrate", "--limit", "5/1s", "--burst", "0"], vec!["--burst"]),
     ];
     assert!(cases.len() >= 25);
     for c in cases {
@@ -610,10 +621,12 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
                 "{context}\nexpected the message to mention `{needle}`"
             );
         }
-        if !c.args.contains(&"--colour")
-            && !c.args.contains(&"--threads")
-            && !c.args.contains(&"--limit")
-        {
+        // clap's usage errors add a usage line and a hint; everything else is one line.
+        let usage_error = ["--colour", "--threads", "--burst"]
+            .iter()
+            .any(|f| c.args.contains(f))
+            || (c.args.contains(&"--limit") && c.args[0] == "compare");
+        if !usage_error {
             assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {context}");
         }
         assert_eq!(
@@ -718,4 +731,132 @@ fn a_killed_run_leaves_no_complete_looking_output_file() {
         );
         assert!(!EVERY_FILE.contains(&name.as_str()), "{name}");
     }
+}
+
+#[test]
+fn compare_limit_moves_the_boundary_bursts_to_the_new_windows() {
+    let t = TestDir::new();
+    let json = t.ok(&[
+        "compare",
+        "--limit",
+        "5/7s",
+        "--algos",
+        "fixed_window,sliding_window_log",
+        "--quiet",
+        "--no-charts",
+        "--no-decisions",
+        "--out",
+        "cmp",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let burst_fixed = rows
+        .iter()
+        .find(|r| r["scenario"] == "burst" && r["algorithm"] == "fixed_window")
+        .unwrap();
+    assert_eq!(
+        burst_fixed["over_admission"], 2.0,
+        "the teaching case survives a new window: {burst_fixed}"
+    );
+}
+
+#[test]
+fn boundary_bursts_sit_on_the_window_edges_even_with_a_later_start() {
+    let t = TestDir::new();
+    let text = scenario_with("kind", "\"boundary_burst\"")
+        .replace("rate = 2", "size = 5\nstart = \"3s\"")
+        .replace("window = \"1s\"", "window = \"2s\"");
+    t.write("late.toml", text);
+    t.ok(&[
+        "run",
+        "late.toml",
+        "--quiet",
+        "--no-charts",
+        "--out",
+        "late",
+    ]);
+    let (_, rows) = read_csv(&t.path().join("late/decisions.csv"));
+    let first: Vec<&str> = rows
+        .iter()
+        .filter(|r| r[0] == "fixed_window")
+        .take(10)
+        .map(|r| r[2].as_str())
+        .collect();
+    assert_eq!(
+        &first[..5],
+        ["3.999999999"; 5],
+        "first burst ends 1 ns before the 4 s edge"
+    );
+    assert_eq!(&first[5..], ["4"; 5]);
+}
+
+#[test]
+fn window_counts_follow_the_key_named_worst() {
+    // Keys a and b tie at 2 admitted per window: the series and its label must agree.
+    let t = TestDir::new();
+    t.write("trace.csv", "time_s,key\n0,a\n1,b\n2,b\n3,a\n");
+    let scenario = TRACE_SCENARIO
+        .replace("max_requests = 5", "max_requests = 2")
+        .replace("window = \"1s\"", "window = \"10s\"")
+        .replace("duration = \"10s\"", "duration = \"20s\"");
+    t.write("s.toml", scenario);
+    t.ok(&[
+        "run",
+        "s.toml",
+        "--algos",
+        "sliding_window_log",
+        "--quiet",
+        "--no-charts",
+        "--out",
+        "o",
+    ]);
+    let summary: Vec<serde_json::Value> =
+        serde_json::from_slice(&fs::read(t.path().join("o/summary.json")).unwrap()).unwrap();
+    let worst = summary[0]["worst_key"].as_str().unwrap().to_string();
+    let (_, decisions) = read_csv(&t.path().join("o/decisions.csv"));
+    let admitted: Vec<&str> = decisions
+        .iter()
+        .filter(|r| r[3] == worst && r[5] == "true")
+        .map(|r| r[2].as_str())
+        .collect();
+    let (_, counts) = read_csv(&t.path().join("o/window_counts.csv"));
+    assert!(counts.iter().all(|r| r[1] == worst), "{counts:?}");
+    let mut rising = Vec::new();
+    let mut last = 0u64;
+    for r in &counts {
+        let c: u64 = r[3].parse().unwrap();
+        if c > last {
+            rising.push(r[2].as_str());
+        }
+        last = c;
+    }
+    assert_eq!(
+        rising, admitted,
+        "the series rises exactly at {worst}'s admissions"
+    );
+}
+
+#[test]
+fn a_request_that_can_never_fit_has_an_empty_retry_after() {
+    let t = TestDir::new();
+    t.write("trace.csv", "time_s,key,cost\n0,a,1\n1,a,9\n");
+    t.write("s.toml", TRACE_SCENARIO);
+    t.ok(&[
+        "run",
+        "s.toml",
+        "--algos",
+        "fixed_window",
+        "--quiet",
+        "--no-charts",
+        "--out",
+        "o",
+    ]);
+    let (_, rows) = read_csv(&t.path().join("o/decisions.csv"));
+    assert_eq!(rows[1][4], "9");
+    assert_eq!(rows[1][5], "false");
+    assert_eq!(
+        rows[1][7], "",
+        "no wait would help a cost above the capacity"
+    );
 }

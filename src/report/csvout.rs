@@ -226,7 +226,13 @@ impl<W: Write> DecisionCsvWriter<W> {
         s.u64(record.cost);
         s.str(if record.allowed { "true" } else { "false" });
         s.u64(record.remaining);
-        s.secs(record.retry_after);
+        // A cost above the capacity can never pass: no wait would help, so the cell is
+        // empty rather than a 584-year number a notebook would average in.
+        if record.retry_after == Nanos::MAX {
+            s.str("");
+        } else {
+            s.secs(record.retry_after);
+        }
         s.u64(u64::from(record.attempt));
         self.inner.emit()
     }

@@ -6,9 +6,8 @@
 
 use serde::Serialize;
 
-use super::worst_case::{SearchOptions, analytic_bound, search};
+use super::worst_case::{SearchError, SearchOptions, analytic_bound, search};
 use super::{NoopSink, RunOptions, Scenario, SimError};
-use crate::registry::UnknownAlgorithm;
 use crate::rule::Rule;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -95,9 +94,9 @@ pub fn calibrate(
 /// Why a calibration failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
-    /// An unknown algorithm name.
+    /// An unknown algorithm, or a limit too large to search.
     #[error(transparent)]
-    Algorithm(#[from] UnknownAlgorithm),
+    Search(#[from] SearchError),
     /// The Poisson simulation failed (e.g. a rate too small to express).
     #[error(transparent)]
     Sim(#[from] SimError),
@@ -106,11 +105,14 @@ pub enum CalibrateError {
     Scenario(#[from] super::ScenarioError),
 }
 
-/// Windows simulated per Poisson run: long enough for the busiest window to show.
+/// Windows simulated per Poisson run: long enough for the busiest window to show,
+/// but never more than about [`POISSON_ARRIVALS`] arrivals, so large limits stay fast.
 const POISSON_WINDOWS: u64 = 200;
+/// The most arrivals a Poisson run aims for (at 2× the rate), with at least 10 windows.
+const POISSON_ARRIVALS: u64 = 2_000_000;
 
 /// The most admitted in one window for one client sending Poisson traffic at
-/// `factor ×` the limit rate, over [`POISSON_WINDOWS`] windows.
+/// `factor ×` the limit rate, over up to [`POISSON_WINDOWS`] windows.
 fn poisson_max_in_window(
     algorithm: &str,
     rule: &Rule,
@@ -129,7 +131,9 @@ fn poisson_max_in_window(
         nano_rate / u128::from(NANOS_PER_SEC),
         nano_rate % u128::from(NANOS_PER_SEC)
     );
-    let duration = Nanos::new(rule.window().as_u64().saturating_mul(POISSON_WINDOWS));
+    let per_window = factor.saturating_mul(rule.max_requests()).max(1);
+    let windows = (POISSON_ARRIVALS / per_window).clamp(10, POISSON_WINDOWS);
+    let duration = Nanos::new(rule.window().as_u64().saturating_mul(windows));
     let text = format!(
         "name = \"calibrate\"\nseed = {seed}\nduration = \"{}ns\"\nalgorithms = [\"{algorithm}\"]\n\
          [limit]\nmax_requests = {}\nwindow = \"{}ns\"\nburst = {}\n\

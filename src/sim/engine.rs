@@ -800,9 +800,14 @@ impl<A: Algorithm> Driver<'_, A> {
             tracker.finish(k, sc.duration, |t, c| series.push(t, c));
         }
         m.max_in_window = tracker.max;
-        m.worst_key = tracker
-            .worst_key
-            .map_or_else(String::new, |k| keys.name(k).to_string());
+        // The worst key is the one whose series `window_counts` shows: the tracked key
+        // when it ties with the first key to reach the maximum (no second pass then),
+        // otherwise that first key (the second pass redraws the series for it).
+        let shown = match track {
+            Some(k) if tracked_max == tracker.max && tracker.max > 0 => Some(k),
+            _ => tracker.worst_key,
+        };
+        m.worst_key = shown.map_or_else(String::new, |k| keys.name(k).to_string());
         m.over_admission = tracker.max as f64 / rule.max_requests() as f64;
         m.excess = tracker.excess;
         m.allow_rate = if m.attempts == 0 {

@@ -31,7 +31,8 @@ pub struct Metrics {
     pub allow_rate: f64,
     /// The most cost admitted for one key inside any half-open window `(t − W, t]`.
     pub max_in_window: u64,
-    /// The key where `max_in_window` was first reached (empty if nothing passed).
+    /// A key that reached `max_in_window`: the one `window_counts` follows (empty if
+    /// nothing passed).
     pub worst_key: String,
     /// `max_in_window / max_requests`: ≤ 1.0 means the limit held everywhere.
     pub over_admission: f64,

@@ -140,8 +140,9 @@ pub enum TrafficKind {
         size: u64,
         /// Width of each half-burst; 0 puts a half-burst at a single instant.
         spread: Nanos,
-        /// Distance between boundaries (default: the limit's window).
-        period: Nanos,
+        /// Distance between boundaries; `None`: the limit's window (resolved when the
+        /// stream is built, so a rule changed after parsing moves the boundaries too).
+        period: Option<Nanos>,
     },
     /// Poisson at `rate` during `on`, silent during `off`, repeating from `start`.
     OnOff {
@@ -264,6 +265,32 @@ impl Scenario {
             ScenarioError::at(origin, text, e.span(), message)
         })?;
         Builder { text, origin }.build(raw)
+    }
+
+    /// Replaces the limit (e.g. `compare --limit`). Boundary bursts without an explicit
+    /// `period` follow the new window, so their spread must still fit in it.
+    pub fn set_rule(&mut self, rule: Rule) -> Result<(), ScenarioError> {
+        for spec in &self.traffic {
+            if let TrafficKind::BoundaryBurst {
+                spread,
+                period: None,
+                ..
+            } = spec.kind
+            {
+                if u128::from(spread.as_u64()) * 2 + 1 >= u128::from(rule.window().as_u64()) {
+                    return Err(ScenarioError::file(
+                        &self.path,
+                        None,
+                        format!(
+                            "a boundary_burst spread of {spread} does not fit a window of {}; expected a window above twice the spread",
+                            rule.window()
+                        ),
+                    ));
+                }
+            }
+        }
+        self.rule = rule;
+        Ok(())
     }
 
     /// Checks what parsing cannot: every trace file exists, is well formed and sorted.
@@ -423,8 +450,14 @@ impl Builder<'_> {
 
     fn build(&self, raw: RawScenario) -> Result<Scenario, ScenarioError> {
         let name = raw.name.get_ref().trim().to_string();
-        if name.is_empty() {
-            return Err(self.err(raw.name.span(), "expected a non-empty name"));
+        // The name becomes a folder under output/: one path segment, nothing that
+        // could climb out of it or replace an absolute path.
+        let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if name.is_empty() || name == "." || name == ".." || !name.chars().all(safe) {
+            return Err(self.err(
+                raw.name.span(),
+                "expected a name of letters, digits, '.', '_' and '-' (it names the output folder)",
+            ));
         }
         let duration = raw.duration.get_ref().0;
         if duration == Nanos::ZERO {
@@ -599,7 +632,8 @@ impl Builder<'_> {
                     return Err(self.err(size_field.span(), "expected a size of at least 1"));
                 }
                 let spread = dur(&raw.spread).unwrap_or(Nanos::ZERO);
-                let period = dur(&raw.period).unwrap_or(rule.window());
+                let explicit = dur(&raw.period);
+                let period = explicit.unwrap_or(rule.window());
                 // Half-bursts of neighbouring boundaries must not overlap, or the
                 // source would emit out of order: 2·spread + 1 ns < period.
                 let fits = u128::from(spread.as_u64()) * 2 + 1 < u128::from(period.as_u64());
@@ -618,7 +652,7 @@ impl Builder<'_> {
                 TrafficKind::BoundaryBurst {
                     size,
                     spread,
-                    period,
+                    period: explicit,
                 }
             }
             "on_off" => {

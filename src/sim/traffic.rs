@@ -106,13 +106,22 @@ impl ArrivalStream {
                     size,
                     spread,
                     period,
-                } => Pattern::Burst {
-                    size: *size,
-                    spread: spread.as_u64(),
-                    period: period.as_u64(),
-                    boundary: 1,
-                    j: 0,
-                },
+                } => {
+                    let period = period.unwrap_or(scenario.rule.window()).as_u64();
+                    // Boundaries are absolute multiples of the period (the windows'
+                    // edges): the first is the one whose half-burst starts at or after
+                    // the source's `start`.
+                    let first = (u128::from(spec.start.as_u64()) + 1 + u128::from(spread.as_u64()))
+                        .div_ceil(u128::from(period))
+                        .max(1);
+                    Pattern::Burst {
+                        size: *size,
+                        spread: spread.as_u64(),
+                        period,
+                        boundary: u64::try_from(first).unwrap_or(u64::MAX),
+                        j: 0,
+                    }
+                }
                 TrafficKind::OnOff { rate, on, off } => Pattern::OnOff {
                     gap: exp_ns(*rate),
                     busy: 0,
@@ -267,8 +276,7 @@ impl Source {
                     *j = 0;
                     *boundary += 1;
                 }
-                let t = Nanos::saturating_from_u128(u128::from(start) + t);
-                (t, None, self.cost)
+                (Nanos::saturating_from_u128(t), None, self.cost)
             }
             Pattern::OnOff { gap, busy, on, off } => {
                 *busy = busy.saturating_add(sample_gap(gap, &mut self.rng));

@@ -137,12 +137,33 @@ fn play<A: Algorithm>(a: &A, plan: Plan) -> (Vec<Request>, Vec<Request>) {
     (sent, admitted)
 }
 
+/// The largest `max_requests` or `burst` the search takes: its streams hold one entry
+/// per request (a few times the limit), and its greedy tails are bounded for speed.
+pub const MAX_SEARCHED_LIMIT: u64 = 100_000;
+
+/// Why a search could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SearchError {
+    /// An unknown algorithm name.
+    #[error(transparent)]
+    Algorithm(#[from] UnknownAlgorithm),
+    /// A limit too large to search exhaustively in memory.
+    #[error(
+        "a limit of {0} requests is too large to search; expected at most {MAX_SEARCHED_LIMIT} (max_requests and burst)"
+    )]
+    TooLarge(u64),
+}
+
 /// Searches for `algorithm`'s worst case under `rule`.
 pub fn search(
     algorithm: &str,
     rule: Rule,
     options: SearchOptions,
-) -> Result<WorstCase, UnknownAlgorithm> {
+) -> Result<WorstCase, SearchError> {
+    let largest = rule.max_requests().max(rule.burst());
+    if largest > MAX_SEARCHED_LIMIT {
+        return Err(SearchError::TooLarge(largest));
+    }
     let a: BoxedAlgorithm = Registry::default().create(algorithm, rule)?;
     Ok(search_with(&a, options))
 }
