@@ -276,17 +276,16 @@ impl Scenario {
                 period: None,
                 ..
             } = spec.kind
+                && u128::from(spread.as_u64()) * 2 + 1 >= u128::from(rule.window().as_u64())
             {
-                if u128::from(spread.as_u64()) * 2 + 1 >= u128::from(rule.window().as_u64()) {
-                    return Err(ScenarioError::file(
-                        &self.path,
-                        None,
-                        format!(
-                            "a boundary_burst spread of {spread} does not fit a window of {}; expected a window above twice the spread",
-                            rule.window()
-                        ),
-                    ));
-                }
+                return Err(ScenarioError::file(
+                    &self.path,
+                    None,
+                    format!(
+                        "a boundary_burst spread of {spread} does not fit a window of {}; expected a window above twice the spread",
+                        rule.window()
+                    ),
+                ));
             }
         }
         self.rule = rule;
