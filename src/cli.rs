@@ -525,7 +525,7 @@ fn validate(files: &[PathBuf]) -> Result<(), Failure> {
         let scenario = Scenario::load(file).map_err(input)?;
         scenario.validate().map_err(input)?;
         text.push_str(&format!(
-            "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {})\n",
+            "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {}{})\n",
             file.display(),
             scenario.name,
             scenario.traffic.len(),
@@ -534,6 +534,11 @@ fn validate(files: &[PathBuf]) -> Result<(), Failure> {
             plural(scenario.algorithms.len()),
             scenario.client.name(),
             scenario.rule,
+            scenario
+                .extra_limits
+                .iter()
+                .map(|l| format!(" and {l}"))
+                .collect::<String>(),
         ));
     }
     print(&text)
@@ -551,8 +556,18 @@ fn print_summary(reports: &[RunReport], format: Format) -> Result<(), Failure> {
             let options = TableOptions::for_stdout();
             let mut text = String::new();
             for r in reports {
+                let also: String = r
+                    .extra_limits
+                    .iter()
+                    .map(|l| format!(" and {} per {}", l.max_requests, l.window))
+                    .collect();
+                let measured = if also.is_empty() {
+                    ""
+                } else {
+                    " (metrics against the first)"
+                };
                 text.push_str(&format!(
-                    "{} — limit {} per {}\n",
+                    "{} — limit {} per {}{also}{measured}\n",
                     r.scenario, r.rule.max_requests, r.rule.window
                 ));
                 text.push_str(&report::render_summary_table(

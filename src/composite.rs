@@ -93,8 +93,13 @@ impl<A: Algorithm> Composite<A> {
 impl<A: Algorithm> Algorithm for Composite<A> {
     type State = Vec<A::State>;
 
+    /// The parts' name when they are all one algorithm (several rules enforced by,
+    /// say, the token bucket), otherwise `"composite"`.
     fn name(&self) -> &str {
-        "composite"
+        match self.parts.split_first() {
+            Some((first, rest)) if rest.iter().all(|p| p.name() == first.name()) => first.name(),
+            _ => "composite",
+        }
     }
 
     fn rule(&self) -> &Rule {

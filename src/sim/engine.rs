@@ -38,6 +38,7 @@ use crate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog,
     TokenBucket,
 };
+use crate::composite::Composite;
 use crate::limiter::RateLimiter;
 use crate::registry::Registry;
 use crate::time::{FakeClock, NANOS_PER_SEC, Nanos};
@@ -144,11 +145,8 @@ pub fn run(
         description: scenario.description.clone(),
         seed: scenario.seed,
         duration: scenario.duration,
-        rule: RuleReport {
-            max_requests: scenario.rule.max_requests(),
-            window: scenario.rule.window(),
-            burst: scenario.rule.burst(),
-        },
+        rule: RuleReport::from(&scenario.rule),
+        extra_limits: scenario.extra_limits.iter().map(RuleReport::from).collect(),
         client: scenario.client.name().to_string(),
         algorithms,
     })
@@ -298,17 +296,52 @@ fn feed_all(
 /// decisions depend only on the stream, so one copy serves every algorithm of a group.
 struct Reference {
     clock: FakeClock,
-    limiter: RateLimiter<SlidingWindowLog, u32, FakeClock>,
+    limiter: ReferenceLimiter,
     sweep_every: u64,
     next_sweep: u64,
+}
+
+/// The log for one rule, or a composite of logs (exact for every rule) when the
+/// scenario has several `[[limit]]`s; an enum so the common case stays unboxed.
+enum ReferenceLimiter {
+    One(RateLimiter<SlidingWindowLog, u32, FakeClock>),
+    All(RateLimiter<Composite<SlidingWindowLog>, u32, FakeClock>),
+}
+
+impl ReferenceLimiter {
+    fn allows(&self, key: u32, cost: u64) -> bool {
+        match self {
+            ReferenceLimiter::One(l) => l.try_acquire_n(&key, cost).is_ok_and(|d| d.allowed),
+            ReferenceLimiter::All(l) => l.try_acquire_n(&key, cost).is_ok_and(|d| d.allowed),
+        }
+    }
+
+    fn evict_idle(&self) {
+        match self {
+            ReferenceLimiter::One(l) => l.evict_idle(),
+            ReferenceLimiter::All(l) => l.evict_idle(),
+        };
+    }
 }
 
 impl Reference {
     fn new(sc: &Scenario) -> Reference {
         let clock = FakeClock::new(Nanos::ZERO);
         let sweep_every = sweep_interval(sc);
+        let limiter = if sc.extra_limits.is_empty() {
+            ReferenceLimiter::One(RateLimiter::with_clock(
+                SlidingWindowLog::new(sc.rule),
+                clock.clone(),
+            ))
+        } else {
+            let logs = std::iter::once(sc.rule)
+                .chain(sc.extra_limits.iter().copied())
+                .map(SlidingWindowLog::new);
+            let all = Composite::new(logs.collect()).expect("a scenario has at least one rule");
+            ReferenceLimiter::All(RateLimiter::with_clock(all, clock.clone()))
+        };
         Reference {
-            limiter: RateLimiter::with_clock(SlidingWindowLog::new(sc.rule), clock.clone()),
+            limiter,
             clock,
             sweep_every,
             next_sweep: sweep_every,
@@ -327,11 +360,7 @@ impl Reference {
                 self.next_sweep = self.next_sweep.saturating_add(self.sweep_every);
             }
             self.clock.set(a.time);
-            let allowed = self
-                .limiter
-                .try_acquire_n(&a.key, a.cost)
-                .is_ok_and(|d| d.allowed);
-            out.push(allowed);
+            out.push(self.limiter.allows(a.key, a.cost));
         }
     }
 }
@@ -360,6 +389,16 @@ fn driver<'a>(
         progress,
         track,
     };
+    if !sc.extra_limits.is_empty() {
+        // Several [[limit]]s: the algorithm enforces all of them as one composite.
+        let registry = Registry::default();
+        let rules = std::iter::once(rule).chain(sc.extra_limits.iter().copied());
+        let parts = rules
+            .map(|r| registry.create(name, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let all = Composite::new(parts).expect("a scenario has at least one rule");
+        return Ok(job.driver(all, None));
+    }
     Ok(match name {
         "token_bucket" => job.driver(TokenBucket::new(rule), None),
         "leaky_bucket" => job.driver(LeakyBucket::new(rule), None),

@@ -130,8 +130,11 @@ pub struct RunReport {
     /// Simulated time.
     #[serde(rename = "duration_ns", serialize_with = "serialize_nanos")]
     pub duration: Nanos,
-    /// The limit enforced.
+    /// The limit enforced, and the one the over-admission metrics measure against.
     pub rule: RuleReport,
+    /// Further `[[limit]]` rules enforced together with `rule` (usually none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_limits: Vec<RuleReport>,
     /// `"open"` or `"retry"`.
     pub client: String,
     /// One entry per algorithm, in the scenario's order.
@@ -148,6 +151,16 @@ pub struct RuleReport {
     pub window: Nanos,
     /// Bucket capacity.
     pub burst: u64,
+}
+
+impl From<&crate::rule::Rule> for RuleReport {
+    fn from(rule: &crate::rule::Rule) -> RuleReport {
+        RuleReport {
+            max_requests: rule.max_requests(),
+            window: rule.window(),
+            burst: rule.burst(),
+        }
+    }
 }
 
 /// One algorithm's results.

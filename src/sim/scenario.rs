@@ -94,8 +94,12 @@ pub struct Scenario {
     pub seed: u64,
     /// Arrivals are generated in `[0, duration)`; the simulation ends there.
     pub duration: Nanos,
-    /// The limit every algorithm enforces.
+    /// The limit every algorithm enforces: the first `[limit]` / `[[limit]]`. The
+    /// over-admission metrics and the charts measure against this rule.
     pub rule: Rule,
+    /// Further `[[limit]]` rules enforced together with `rule` (each algorithm then runs
+    /// as a composite: a request passes only if every rule admits it). Usually empty.
+    pub extra_limits: Vec<Rule>,
     /// Registry names, resolved (`all` expanded), in run order.
     pub algorithms: Vec<String>,
     /// Arrival sources, in declaration order.
@@ -267,8 +271,9 @@ impl Scenario {
         Builder { text, origin }.build(raw)
     }
 
-    /// Replaces the limit (e.g. `compare --limit`). Boundary bursts without an explicit
-    /// `period` follow the new window, so their spread must still fit in it.
+    /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts
+    /// without an explicit `period` follow the new window, so their spread must still
+    /// fit in it.
     pub fn set_rule(&mut self, rule: Rule) -> Result<(), ScenarioError> {
         for spec in &self.traffic {
             if let TrafficKind::BoundaryBurst {
@@ -289,6 +294,7 @@ impl Scenario {
             }
         }
         self.rule = rule;
+        self.extra_limits.clear();
         Ok(())
     }
 
@@ -328,7 +334,7 @@ struct RawScenario {
     seed: u64,
     duration: Spanned<Dur>,
     algorithms: Option<Spanned<Vec<Spanned<String>>>>,
-    limit: RawLimit,
+    limit: RawLimits,
     traffic: Spanned<Vec<RawTraffic>>,
     client: Option<RawClient>,
 }
@@ -339,6 +345,45 @@ struct RawLimit {
     max_requests: Spanned<u64>,
     window: Spanned<Dur>,
     burst: Option<Spanned<u64>>,
+}
+
+/// `[limit]` (one rule) or `[[limit]]` (several, enforced together). Deserialised by
+/// hand so either form keeps the inner values' positions for error messages.
+struct RawLimits(Vec<RawLimit>);
+
+impl<'de> Deserialize<'de> for RawLimits {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawLimits, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawLimits;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a [limit] table or [[limit]] tables")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                map: M,
+            ) -> Result<RawLimits, M::Error> {
+                let one = RawLimit::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawLimits(vec![one]))
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                seq: S,
+            ) -> Result<RawLimits, S::Error> {
+                let many = Vec::<RawLimit>::deserialize(
+                    serde::de::value::SeqAccessDeserializer::new(seq),
+                )?;
+                if many.is_empty() {
+                    return Err(serde::de::Error::invalid_length(
+                        0,
+                        &"at least one [[limit]]",
+                    ));
+                }
+                Ok(RawLimits(many))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// Every field any source kind takes; [`Builder::traffic`] rejects those the kind
@@ -462,7 +507,14 @@ impl Builder<'_> {
         if duration == Nanos::ZERO {
             return Err(self.err(raw.duration.span(), "expected a duration above zero"));
         }
-        let rule = self.rule(&raw.limit)?;
+        let mut limits = raw
+            .limit
+            .0
+            .iter()
+            .map(|l| self.rule(l))
+            .collect::<Result<Vec<_>, _>>()?;
+        let rule = limits.remove(0);
+        let extra_limits = limits;
         let algorithms = match &raw.algorithms {
             None => Registry::default().resolve(&["all"]).unwrap_or_default(),
             Some(list) => self.algorithms(list)?,
@@ -489,6 +541,7 @@ impl Builder<'_> {
             seed: raw.seed,
             duration,
             rule,
+            extra_limits,
             algorithms,
             traffic,
             client,
