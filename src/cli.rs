@@ -453,13 +453,20 @@ fn worst_case(analysis: &Analysis, out: Option<PathBuf>) -> Result<(), Failure> 
                 report::render_rows(&headers, &rows, TableOptions::for_stdout())
             )
         }
-        Format::Csv => String::from_utf8(
-            report::write_csv_rows_to(Vec::new(), &cases).context("cannot format CSV")?,
-        )
-        .context("CSV is UTF-8")?,
-        Format::Json => serde_json::to_string_pretty(&cases).context("cannot format JSON")? + "\n",
+        Format::Csv | Format::Json => machine_readable(analysis.format, &cases)?,
     };
     print(&text)
+}
+
+/// `rows` as CSV or pretty JSON, for `--format csv|json`.
+fn machine_readable<T: serde::Serialize>(format: Format, rows: &[T]) -> Result<String, Failure> {
+    Ok(match format {
+        Format::Json => serde_json::to_string_pretty(rows).context("cannot format JSON")? + "\n",
+        _ => String::from_utf8(
+            report::write_csv_rows_to(Vec::new(), rows).context("cannot format CSV")?,
+        )
+        .context("CSV is UTF-8")?,
+    })
 }
 
 fn calibrate(analysis: &Analysis) -> Result<(), Failure> {
@@ -502,11 +509,7 @@ fn calibrate(analysis: &Analysis) -> Result<(), Failure> {
                 report::render_rows(&headers, &cells, TableOptions::for_stdout())
             )
         }
-        Format::Csv => String::from_utf8(
-            report::write_csv_rows_to(Vec::new(), &rows).context("cannot format CSV")?,
-        )
-        .context("CSV is UTF-8")?,
-        Format::Json => serde_json::to_string_pretty(&rows).context("cannot format JSON")? + "\n",
+        Format::Csv | Format::Json => machine_readable(analysis.format, &rows)?,
     };
     print(&text)
 }

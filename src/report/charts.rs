@@ -464,6 +464,16 @@ fn draw_legend_mark<DB: DrawingBackend>(
     }
 }
 
+/// The message a chart with no algorithms shows instead of empty axes.
+fn draw_nothing_to_show<DB: DrawingBackend>(body: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+    body.draw(&Text::new(
+        "no algorithms to show",
+        ((CHART_WIDTH / 2) as i32, 200),
+        font(AXIS_TITLE_SIZE).pos(Pos::new(HPos::Center, VPos::Center)),
+    ))?;
+    Ok(())
+}
+
 /// Pixel width for a left label area that fits `names` at tick size.
 fn label_area_width<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -577,12 +587,7 @@ pub fn draw_timeline<DB: DrawingBackend>(
     }
 
     if n == 0 {
-        body.draw(&Text::new(
-            "no algorithms to show",
-            ((CHART_WIDTH / 2) as i32, 200),
-            font(AXIS_TITLE_SIZE).pos(Pos::new(HPos::Center, VPos::Center)),
-        ))?;
-        return Ok(());
+        return draw_nothing_to_show(&body);
     }
 
     let label_width = label_area_width(&body, names.iter().cloned())?;
@@ -948,12 +953,7 @@ pub fn draw_over_admission<DB: DrawingBackend>(
         ],
     )?;
     if n == 0 {
-        body.draw(&Text::new(
-            "no algorithms to show",
-            ((CHART_WIDTH / 2) as i32, 200),
-            font(AXIS_TITLE_SIZE).pos(Pos::new(HPos::Center, VPos::Center)),
-        ))?;
-        return Ok(());
+        return draw_nothing_to_show(&body);
     }
 
     let label_width = label_area_width(&body, names.iter().cloned())?;

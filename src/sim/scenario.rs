@@ -576,15 +576,20 @@ impl Builder<'_> {
                 "expected at least one algorithm name, or [\"all\"]",
             ));
         }
+        // Resolve name by name so an unknown one is reported at its own position;
+        // `all` expands in place and repeats are dropped, keeping the first.
+        let mut resolved: Vec<String> = Vec::new();
         for name in list.get_ref() {
-            registry
+            let expanded = registry
                 .resolve(&[name.get_ref()])
                 .map_err(|e| self.err(name.span(), e.to_string()))?;
+            for n in expanded {
+                if !resolved.contains(&n) {
+                    resolved.push(n);
+                }
+            }
         }
-        let names: Vec<&String> = list.get_ref().iter().map(|s| s.get_ref()).collect();
-        registry
-            .resolve(&names)
-            .map_err(|e| self.err(list.span(), e.to_string()))
+        Ok(resolved)
     }
 
     fn client(&self, raw: &RawClient) -> Result<ClientModel, ScenarioError> {
