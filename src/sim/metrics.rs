@@ -56,7 +56,8 @@ pub struct Metrics {
     pub retry_after_secs_too_late: u64,
     /// Requests whose cost exceeds the capacity: denied, and never retried.
     pub never_fits: u64,
-    /// Retry clients: requests eventually admitted.
+    /// Retry clients: requests eventually admitted. With `gave_up`, `unfinished` and
+    /// `never_fits` (never retried) this accounts for every request.
     pub succeeded: Option<u64>,
     /// Retry clients: requests denied on their last allowed attempt.
     pub gave_up: Option<u64>,
@@ -73,8 +74,9 @@ pub struct Metrics {
     pub latency_max_ns: Option<u64>,
     /// The most keys the limiter held at once (idle keys are evicted periodically).
     pub peak_keys: u64,
-    /// The largest per-key state seen: `size_of` the state plus its heap (the log's
-    /// entries), in bytes.
+    /// The largest per-key state seen at the periodic idle-key sweeps: `size_of` the
+    /// state plus its heap (the log's entries), in bytes. A peak between two sweeps
+    /// can be missed.
     pub state_bytes_per_key: u64,
 }
 

@@ -423,7 +423,7 @@ impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
         d.deserialize_any(DecimalVisitor(
             "a duration like \"10s\", \"250ms\", \"1m\" or a number of seconds",
-            Nanos::parse_duration,
+            |text| Nanos::parse_duration(text).map_err(|e| e.to_string()),
         ))
         .map(Dur)
     }
@@ -436,18 +436,28 @@ impl<'de> Deserialize<'de> for RateValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RateValue, D::Error> {
         d.deserialize_any(DecimalVisitor(
             "a number of requests per second, like 2 or 0.5",
-            Nanos::parse_decimal_secs,
+            parse_rate,
         ))
         .map(RateValue)
     }
 }
 
+/// A rate as `rate × 10⁹` (exact), with messages about rates rather than times.
+fn parse_rate(text: &str) -> Result<Nanos, String> {
+    use crate::time::ParseTimeError as E;
+    Nanos::parse_decimal_secs(text).map_err(|e| match e {
+        E::TooPrecise(t) => format!("`{t}` has more than nine decimal places"),
+        E::TooLarge(t) => {
+            format!("`{t}` requests per second is too many (at most about 18 billion)")
+        }
+        E::Negative(t) => format!("`{t}` is negative"),
+        E::Invalid(t) | E::UnknownUnit(t) => format!("`{t}` is not a number"),
+    })
+}
+
 /// Reads a string or number as an exact decimal scaled by 10⁹. Floats go through
 /// their shortest decimal text (what the user wrote), never through multiplication.
-struct DecimalVisitor(
-    &'static str,
-    fn(&str) -> Result<Nanos, crate::time::ParseTimeError>,
-);
+struct DecimalVisitor(&'static str, fn(&str) -> Result<Nanos, String>);
 
 impl Visitor<'_> for DecimalVisitor {
     type Value = Nanos;
