@@ -133,3 +133,35 @@ fn every_algorithm_respects_every_rule_and_the_log_is_exact_for_all_of_them() {
         );
     }
 }
+
+#[test]
+fn retry_client_outcomes_account_for_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "time_s,key,cost\n0,a,1\n0,a,1\n0,a,1\n0.5,b,9\n1,a,2\n59.9,a,1\n59.95,a,1\n";
+    std::fs::write(dir.path().join("t.csv"), trace).unwrap();
+    let text = r#"
+        name = "r"
+        duration = "60s"
+        [limit]
+        max_requests = 2
+        window = "10s"
+        [[traffic]]
+        kind = "trace"
+        path = "t.csv"
+        [client]
+        kind = "retry"
+        max_retries = 1
+    "#;
+    let scenario = Scenario::parse(text, &dir.path().join("r.toml")).unwrap();
+    let report = sim::run(&scenario, &RunOptions::default(), &mut |_| {
+        Ok(Box::new(sim::NoopSink))
+    })
+    .unwrap();
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        let accounted =
+            m.succeeded.unwrap() + m.gave_up.unwrap() + m.unfinished.unwrap() + m.never_fits;
+        assert_eq!(accounted, m.requests, "{}: {m:?}", a.name);
+        assert_eq!(m.never_fits, 1, "{}", a.name);
+    }
+}
