@@ -73,6 +73,7 @@ fn expected_attempts(s: &Scenario) -> Option<f64> {
             // Busy time never exceeds real time.
             TrafficKind::OnOff { rate, .. } => span * rate.as_f64() + 1.0,
             TrafficKind::BoundaryBurst { size, period, .. } => {
+                let period = period.unwrap_or(s.rule.window());
                 let boundaries = (t.end.saturating_sub(t.start).as_u64() / period.as_u64()) as f64;
                 2.0 * *size as f64 * (boundaries + 2.0)
             }
