@@ -273,6 +273,7 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::Run { scenario, common } => {
             let mut scenario = Scenario::load(&scenario).map_err(input)?;
             apply_overrides(&mut scenario, &common)?;
+            scenario.validate().map_err(input)?;
             let out = common
                 .out
                 .clone()
@@ -305,11 +306,10 @@ fn apply_overrides(scenario: &mut Scenario, common: &Common) -> Result<(), Failu
     Ok(())
 }
 
-/// Runs one scenario and writes every output file into `out`.
+/// Runs one scenario, already validated (its traces read through), and writes every
+/// output file into `out`. The output directory is the last input checked before
+/// anything is written.
 fn simulate(scenario: &Scenario, out: &Path, common: &Common) -> Result<RunReport, Failure> {
-    // Everything that can be wrong with the input is checked before anything is
-    // written: the scenario (and its trace) first, then the output directory.
-    scenario.validate().map_err(input)?;
     let out = report::prepare_output_dir(out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
     let progress = Progress::new(

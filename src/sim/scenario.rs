@@ -281,7 +281,7 @@ impl Scenario {
                 period: None,
                 ..
             } = spec.kind
-                && u128::from(spread.as_u64()) * 2 + 1 >= u128::from(rule.window().as_u64())
+                && !burst_fits(spread, rule.window())
             {
                 return Err(ScenarioError::file(
                     &self.path,
@@ -440,6 +440,13 @@ impl<'de> Deserialize<'de> for RateValue {
         ))
         .map(RateValue)
     }
+}
+
+/// Whether boundary half-bursts of width `spread` fit `period` apart: neighbouring
+/// half-bursts must not overlap, or the source would emit out of order
+/// (`2·spread + 1 ns < period`).
+fn burst_fits(spread: Nanos, period: Nanos) -> bool {
+    u128::from(spread.as_u64()) * 2 + 1 < u128::from(period.as_u64())
 }
 
 /// A rate as `rate × 10⁹` (exact), with messages about rates rather than times.
@@ -701,10 +708,7 @@ impl Builder<'_> {
                 let spread = dur(&raw.spread).unwrap_or(Nanos::ZERO);
                 let explicit = dur(&raw.period);
                 let period = explicit.unwrap_or(rule.window());
-                // Half-bursts of neighbouring boundaries must not overlap, or the
-                // source would emit out of order: 2·spread + 1 ns < period.
-                let fits = u128::from(spread.as_u64()) * 2 + 1 < u128::from(period.as_u64());
-                if !fits {
+                if !burst_fits(spread, period) {
                     let span = raw
                         .spread
                         .as_ref()
