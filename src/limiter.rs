@@ -26,6 +26,7 @@ use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use crate::algorithm::Algorithm;
 use crate::rule::Decision;
@@ -253,11 +254,9 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         self.with_state_hooked(key, f, || {})
     }
 
-    /// The shard holding keys with this hash. The shard index comes from bits the
-    /// shard's own table does not use for bucket selection (it uses the low bits and
-    /// the top seven), so keys spread evenly inside each shard too.
+    /// The shard holding keys with this hash (see [`shard_index`]).
     fn shard(&self, hash: u64) -> &Mutex<HashTable<(K, A::State)>> {
-        &self.shards[(hash >> 51) as usize % SHARDS].0
+        &self.shards[shard_index(hash)].0
     }
 
     /// The whole request path. `before_lock` runs after the key is hashed and before
@@ -278,15 +277,7 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         before_lock();
         let mut table = lock(self.shard(hash));
         let now = self.clock.now(); // under the lock: per-key time is monotonic
-        let eq = |(k, _): &(K, A::State)| k.borrow() == key;
-        let state = match table.find_mut(hash, eq) {
-            Some((_, state)) => state,
-            None => {
-                let fresh = (key.to_owned(), self.algorithm.new_state(now));
-                let rehash = |(k, _): &(K, A::State)| self.hasher.hash_one(k);
-                &mut table.insert_unique(hash, fresh, rehash).into_mut().1
-            }
-        };
+        let state = find_or_insert(&self.algorithm, &self.hasher, &mut table, hash, key, now);
         #[cfg(loom)]
         if self.split_critical_section {
             // Broken on purpose: decide on a copy outside the lock, then write it back.
@@ -294,12 +285,66 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
             drop(table);
             let result = f(&self.algorithm, &mut copy, now);
             let mut table = lock(self.shard(hash));
-            if let Some((_, state)) = table.find_mut(hash, eq) {
+            if let Some((_, state)) = table.find_mut(hash, |(k, _)| k.borrow() == key) {
                 *state = copy;
             }
             return result;
         }
         f(&self.algorithm, state, now)
+    }
+
+    /// [`try_acquire_n`](Self::try_acquire_n) for an owner with exclusive access: the
+    /// same decision on the same map, without taking a lock (`&mut self` already
+    /// proves no other thread can be inside). For single-threaded drivers such as the
+    /// simulator, where the lock's two atomic operations would be most of the cost.
+    pub fn try_acquire_n_mut<Q>(
+        &mut self,
+        key: &Q,
+        cost: u64,
+    ) -> Result<Decision, InsufficientCapacity>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let capacity = self.algorithm.capacity();
+        if cost > capacity {
+            return Err(InsufficientCapacity { cost, capacity });
+        }
+        Ok(self.with_state_mut(key, |algo, state, now| {
+            let allowed = algo.try_acquire(state, now, cost);
+            decision(algo, state, now, cost, allowed)
+        }))
+    }
+
+    /// [`with_state`](Self::with_state) for an owner with exclusive access, without
+    /// taking a lock.
+    pub fn with_state_mut<Q, R>(
+        &mut self,
+        key: &Q,
+        f: impl FnOnce(&A, &mut A::State, Nanos) -> R,
+    ) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let RateLimiter {
+            algorithm,
+            clock,
+            hasher,
+            shards,
+            ..
+        } = self;
+        let shard = &mut shards[shard_index(hash)].0;
+        let table = shard
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now = clock.now();
+        f(
+            algorithm,
+            find_or_insert(algorithm, hasher, table, hash, key, now),
+            now,
+        )
     }
 
     fn decide<Q>(&self, key: &Q, cost: u64, before_lock: impl FnOnce()) -> Decision
@@ -316,6 +361,37 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
 
     fn status(&self, state: &A::State, now: Nanos) -> Decision {
         status(&self.algorithm, state, now)
+    }
+}
+
+/// The shard index for a key's hash: bits the shard's own table does not use for
+/// bucket selection (it uses the low bits and the top seven), so keys spread evenly
+/// inside each shard too.
+fn shard_index(hash: u64) -> usize {
+    (hash >> 51) as usize % SHARDS
+}
+
+/// `key`'s state in `table`, inserted fresh at `now` if absent.
+fn find_or_insert<'t, A: Algorithm, K, Q>(
+    algorithm: &A,
+    hasher: &KeyHasher,
+    table: &'t mut HashTable<(K, A::State)>,
+    hash: u64,
+    key: &Q,
+    now: Nanos,
+) -> &'t mut A::State
+where
+    K: Hash + Eq + Borrow<Q>,
+    Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+{
+    let eq = |(k, _): &(K, A::State)| k.borrow() == key;
+    let rehash = |(k, _): &(K, A::State)| hasher.hash_one(k);
+    match table.entry(hash, eq, rehash) {
+        Entry::Occupied(held) => &mut held.into_mut().1,
+        Entry::Vacant(slot) => {
+            let fresh = (key.to_owned(), algorithm.new_state(now));
+            &mut slot.insert(fresh).into_mut().1
+        }
     }
 }
 

@@ -265,3 +265,35 @@ fn every_algorithm_name_runs() {
     let names: Vec<&str> = report.algorithms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ALL);
 }
+
+/// Every built-in `retry_after` is exact, so every denial must be judged exact — also
+/// when a key's denials are remembered between probes and a smaller request is
+/// admitted in between, moving the bigger request's earliest instant later.
+#[test]
+fn a_smaller_admission_between_two_denials_moves_the_judged_instant() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    // 3 per 10 s: all 3 taken at 0; 3 more denied at 4 s; 1 admitted at 5 s (the
+    // buckets have refilled 1.5); 3 denied again at 6 s, now passing later than the
+    // first denial's instant.
+    let rows = [
+        (0, 0, 3),
+        (4 * s, 0, 3),
+        (5 * s, 0, 1),
+        (6 * s, 0, 3),
+        (7 * s, 0, 3),
+    ];
+    for client in ["", "[client]\nkind = \"retry\"\nmax_retries = 2"] {
+        let sc = trace_scenario(dir.path(), &rows, 3, 10 * s, client);
+        let (report, _) = run_capturing(&sc, 1);
+        for a in &report.algorithms {
+            let m = &a.metrics;
+            assert!(m.denied >= 2, "{}: {m:?}", a.name);
+            assert_eq!(
+                m.retry_after_exact, m.denied,
+                "{} ({client:?}): {m:?}",
+                a.name
+            );
+        }
+    }
+}

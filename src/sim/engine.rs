@@ -30,7 +30,9 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::metrics::{Honesty, LatencyHistogram, Metrics, SeriesThinner, Timeline, WindowTracker};
+use super::metrics::{
+    BucketCursor, Honesty, LatencyHistogram, Metrics, SeriesThinner, Timeline, WindowTracker,
+};
 use super::scenario::{ClientModel, Scenario, ScenarioError};
 use super::traffic::{Arrival, ArrivalStream, KeyTable};
 use super::{AlgorithmReport, DecisionRow, DecisionSink, RuleReport, RunReport, SimError};
@@ -265,9 +267,10 @@ fn feed_all(
     drivers: &mut [Box<dyn Drive + '_>],
 ) -> Result<ArrivalStream, ScenarioError> {
     let mut stream = ArrivalStream::new(scenario)?;
-    let mut reference = drivers
-        .iter()
-        .any(|d| d.wants_reference())
+    // A sliding log among the drivers is the reference itself: its decisions on the
+    // chunk are the log's, so it runs first and no separate copy is needed.
+    let log_driver = drivers.iter().position(|d| d.is_reference());
+    let mut reference = (log_driver.is_none() && drivers.iter().any(|d| d.wants_reference()))
         .then(|| Reference::new(scenario));
     let mut chunk = Vec::with_capacity(CHUNK);
     let mut log_allowed = Vec::with_capacity(CHUNK);
@@ -282,12 +285,18 @@ fn feed_all(
         if chunk.is_empty() {
             return Ok(stream);
         }
+        log_allowed.clear();
         if let Some(r) = reference.as_mut() {
             r.decide(&chunk, &mut log_allowed);
         }
-        let log = reference.as_ref().map(|_| log_allowed.as_slice());
-        for d in drivers.iter_mut() {
-            d.feed(&chunk, log, stream.keys());
+        if let Some(i) = log_driver {
+            drivers[i].feed(&chunk, None, stream.keys(), Some(&mut log_allowed));
+        }
+        let log = (reference.is_some() || log_driver.is_some()).then_some(log_allowed.as_slice());
+        for (i, d) in drivers.iter_mut().enumerate() {
+            if Some(i) != log_driver {
+                d.feed(&chunk, log, stream.keys(), None);
+            }
         }
     }
 }
@@ -350,7 +359,6 @@ impl Reference {
 
     /// Whether the log admits each arrival of `chunk`, into `out`.
     fn decide(&mut self, chunk: &[(u64, Arrival)], out: &mut Vec<bool>) {
-        out.clear();
         for (_, a) in chunk {
             while a.time.as_u64() >= self.next_sweep {
                 // Idle keys are forgotten, as the algorithms' own limiters do, to keep
@@ -434,9 +442,19 @@ struct Outcome {
 trait Drive {
     /// True when this run counts `false_allow` / `false_deny` against the log.
     fn wants_reference(&self) -> bool;
+    /// True when this run's decisions on the open-client stream *are* the reference's
+    /// (the sliding log on the scenario's rules), so it can serve as the reference.
+    fn is_reference(&self) -> bool;
     /// Decides every arrival of `chunk` (and any retries due before each), in order.
     /// `log_allowed[i]` is the reference's decision on `chunk[i]`, when there is one.
-    fn feed(&mut self, chunk: &[(u64, Arrival)], log_allowed: Option<&[bool]>, keys: &KeyTable);
+    /// With `decided`, each arrival's decision is appended to it.
+    fn feed(
+        &mut self,
+        chunk: &[(u64, Arrival)],
+        log_allowed: Option<&[bool]>,
+        keys: &KeyTable,
+        decided: Option<&mut Vec<bool>>,
+    );
     /// Decides the retries still queued and computes the metrics.
     fn finish(self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError>;
 }
@@ -519,8 +537,11 @@ impl<'a> Job<'a> {
         let clock = FakeClock::new(Nanos::ZERO);
         let limiter: RateLimiter<A, u32, FakeClock> =
             RateLimiter::with_clock(algorithm, clock.clone());
-        let wants_reference =
-            sc.client == ClientModel::Open && !silent && name != "sliding_window_log";
+        let open = sc.client == ClientModel::Open && !silent;
+        // With several [[limit]]s the log here is the composite of logs over all of
+        // them, exactly as the reference is.
+        let is_reference = open && name == "sliding_window_log";
+        let wants_reference = open && !is_reference;
         let (retry, max_retries, jitter) = match sc.client {
             ClientModel::Open => (false, 0, Nanos::ZERO),
             ClientModel::Retry {
@@ -532,6 +553,7 @@ impl<'a> Job<'a> {
         let mut jitter_rng = ChaCha8Rng::seed_from_u64(sc.seed);
         jitter_rng.set_stream(0);
         let sweep_every = sweep_interval(sc);
+        let timeline = Timeline::new(sc.duration);
         // The silent pass only redraws one key's window count. With open clients a
         // key's decisions depend on its own arrivals alone (eviction forgets only
         // states indistinguishable from fresh ones), so every other key is skipped.
@@ -552,6 +574,7 @@ impl<'a> Job<'a> {
             clock,
             limiter,
             wants_reference,
+            is_reference,
             retry,
             max_retries,
             jitter,
@@ -566,7 +589,8 @@ impl<'a> Job<'a> {
             tracker: WindowTracker::new(rule.window(), rule.max_requests()),
             series: SeriesThinner::new(sc.duration),
             track: self.track,
-            timeline: Timeline::new(sc.duration),
+            timeline_cursor: BucketCursor::new(timeline.bucket),
+            timeline,
             latency: LatencyHistogram::default(),
             sweep_every,
             next_sweep: sweep_every,
@@ -579,7 +603,7 @@ impl<'a> Job<'a> {
             },
             events: 0,
             reported: 0,
-            scratch: None,
+            probes: Probes::new(),
             only_key,
             error: None,
         })
@@ -596,6 +620,7 @@ struct Driver<'a, A: Algorithm> {
     clock: FakeClock,
     limiter: RateLimiter<A, u32, FakeClock>,
     wants_reference: bool,
+    is_reference: bool,
     retry: bool,
     max_retries: u32,
     jitter: Nanos,
@@ -612,14 +637,15 @@ struct Driver<'a, A: Algorithm> {
     series: SeriesThinner,
     track: Option<u32>,
     timeline: Timeline,
+    timeline_cursor: BucketCursor,
     latency: LatencyHistogram,
     sweep_every: u64,
     next_sweep: u64,
     janitor: Janitor<A>,
     events: u64,
     reported: u64,
-    /// A reused copy of a state for probing denials.
-    scratch: Option<A::State>,
+    /// Each denial's earliest passing instant, probed or remembered.
+    probes: Probes<A>,
     /// The silent open-client pass skips every key but this one.
     only_key: Option<u32>,
     /// The first sink error: the run stops deciding and reports it.
@@ -631,7 +657,17 @@ impl<A: Algorithm> Drive for Driver<'_, A> {
         self.wants_reference
     }
 
-    fn feed(&mut self, chunk: &[(u64, Arrival)], log_allowed: Option<&[bool]>, keys: &KeyTable) {
+    fn is_reference(&self) -> bool {
+        self.is_reference
+    }
+
+    fn feed(
+        &mut self,
+        chunk: &[(u64, Arrival)],
+        log_allowed: Option<&[bool]>,
+        keys: &KeyTable,
+        mut decided: Option<&mut Vec<bool>>,
+    ) {
         if self.error.is_some() {
             return;
         }
@@ -652,9 +688,18 @@ impl<A: Algorithm> Drive for Driver<'_, A> {
                 attempt: 0,
                 first: a.time,
             };
-            if let Err(e) = self.step(event, log_allowed.map(|l| l[i]), keys) {
-                self.error = Some(e);
-                return;
+            // A log shorter than the chunk only follows a failed reference run, which
+            // fails the whole run anyway.
+            match self.step(event, log_allowed.and_then(|l| l.get(i).copied()), keys) {
+                Ok(allowed) => {
+                    if let Some(d) = decided.as_deref_mut() {
+                        d.push(allowed);
+                    }
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    return;
+                }
             }
         }
     }
@@ -682,15 +727,16 @@ impl<A: Algorithm> Drive for Driver<'_, A> {
 }
 
 impl<A: Algorithm> Driver<'_, A> {
-    /// Decides one request attempt and records what the metrics need.
+    /// Decides one request attempt and records what the metrics need; returns
+    /// whether it was admitted.
     fn step(
         &mut self,
         event: Event,
         log_allowed: Option<bool>,
         keys: &KeyTable,
-    ) -> Result<(), SimError> {
+    ) -> Result<bool, SimError> {
         if self.only_key.is_some_and(|k| k != event.key) {
-            return Ok(());
+            return Ok(false);
         }
         let now = event.time;
         while now.as_u64() >= self.next_sweep {
@@ -703,20 +749,22 @@ impl<A: Algorithm> Driver<'_, A> {
             self.janitor.touch(event.key);
         }
 
-        let limiter = &self.limiter;
-        let (allowed, remaining, retry_after) = match limiter.try_acquire_n(&event.key, event.cost)
-        {
-            Ok(d) => (d.allowed, d.remaining, d.retry_after),
-            Err(_) => (false, limiter.peek(&event.key).remaining, Nanos::MAX),
-        };
+        let limiter = &mut self.limiter;
+        let (allowed, remaining, retry_after) =
+            match limiter.try_acquire_n_mut(&event.key, event.cost) {
+                Ok(d) => (d.allowed, d.remaining, d.retry_after),
+                Err(_) => (false, limiter.peek(&event.key).remaining, Nanos::MAX),
+            };
         let m = &mut self.m;
         m.attempts += 1;
         if event.attempt == 0 {
             m.requests += 1;
         }
-        self.timeline.record(now, allowed);
+        let bucket = self.timeline_cursor.index(now);
+        self.timeline.record_in(bucket, allowed);
         if allowed {
             m.allowed += 1;
+            self.probes.forget(event.key);
             let tracked = *self.track.get_or_insert(event.key);
             if event.key == tracked {
                 let series = &mut self.series;
@@ -737,16 +785,12 @@ impl<A: Algorithm> Driver<'_, A> {
             if retry_after == Nanos::MAX {
                 m.never_fits += 1;
             } else {
-                if !self.silent {
-                    // Probed under the key's lock on a reused scratch copy: no
-                    // snapshot, no allocation per denial once the scratch is warm.
-                    let scratch = &mut self.scratch;
-                    let earliest = limiter.with_state(&event.key, |algo, state, _| {
-                        earliest_pass_with(algo, state, scratch, now, retry_after, event.cost)
-                    });
-                    if let Some(earliest) = earliest {
-                        judge(m, now, retry_after, earliest);
-                    }
+                if !self.silent
+                    && let Some(earliest) =
+                        self.probes
+                            .earliest(limiter, event.key, event.cost, now, retry_after)
+                {
+                    judge(m, now, retry_after, earliest);
                 }
                 if self.retry {
                     if event.attempt >= self.max_retries {
@@ -804,7 +848,7 @@ impl<A: Algorithm> Driver<'_, A> {
             p.add(step.saturating_sub(self.reported));
             self.reported = self.reported.max(step);
         }
-        Ok(())
+        Ok(allowed)
     }
 
     /// The run is over: the final sweep, and the metrics.
@@ -913,6 +957,87 @@ pub(crate) fn earliest_pass<A: Algorithm>(
     cost: u64,
 ) -> Option<Nanos> {
     earliest_pass_with(algorithm, state, &mut None, now, hint, cost)
+}
+
+/// Finds each denial's earliest passing instant ([`earliest_pass_with`]) and remembers
+/// it per key, so a run of denials on one key probes once.
+///
+/// Exact, not a cache that can go stale: a denial changes no later decision (a
+/// property every built-in algorithm passes in `tests/conformance.rs`, and which the
+/// probe itself already relies on), so while a key is not admitted, the earliest
+/// instant a request of a given cost passes stays the same instant. The engine forgets
+/// a key on each of its admissions; an instant at or before `now` is never reused
+/// (an evicted, recreated key). Debug builds — every test — recompute each
+/// remembered answer and compare.
+struct Probes<A: Algorithm> {
+    /// Direct-mapped by key: `(key, cost, earliest passing instant or None = never)`.
+    slots: Vec<Option<(u32, u64, Option<Nanos>)>>,
+    /// A reused copy of a state for probing: no allocation per probe once warm.
+    scratch: Option<A::State>,
+}
+
+impl<A: Algorithm> Probes<A> {
+    /// Slots in the memo: the hottest keys of a skewed stream get their own.
+    const SLOTS: usize = 1024;
+
+    fn new() -> Self {
+        Probes {
+            slots: Vec::new(),
+            scratch: None,
+        }
+    }
+
+    fn slot(key: u32) -> usize {
+        key as usize % Self::SLOTS
+    }
+
+    /// `key` was admitted: what was remembered about it no longer holds.
+    fn forget(&mut self, key: u32) {
+        if let Some(slot) = self.slots.get_mut(Self::slot(key))
+            && slot.is_some_and(|(k, _, _)| k == key)
+        {
+            *slot = None;
+        }
+    }
+
+    /// The earliest instant after `now` at which the request of `cost` just denied
+    /// for `key` (advertised wait `retry_after`) would pass; `None` if it never does.
+    fn earliest(
+        &mut self,
+        limiter: &mut RateLimiter<A, u32, FakeClock>,
+        key: u32,
+        cost: u64,
+        now: Nanos,
+        retry_after: Nanos,
+    ) -> Option<Nanos> {
+        if self.slots.is_empty() {
+            self.slots.resize(Self::SLOTS, None);
+        }
+        let slot = Self::slot(key);
+        let remembered = match self.slots[slot] {
+            Some((k, c, earliest)) if k == key && c == cost && earliest.is_none_or(|e| e > now) => {
+                Some(earliest)
+            }
+            _ => None,
+        };
+        if let Some(earliest) = remembered
+            && !cfg!(debug_assertions)
+        {
+            return earliest;
+        }
+        let scratch = &mut self.scratch;
+        let earliest = limiter.with_state_mut(&key, |algo, state, _| {
+            earliest_pass_with(algo, state, scratch, now, retry_after, cost)
+        });
+        if let Some(r) = remembered {
+            assert_eq!(
+                r, earliest,
+                "a remembered probe went stale: key {key}, cost {cost}"
+            );
+        }
+        self.slots[slot] = Some((key, cost, earliest));
+        earliest
+    }
 }
 
 /// `earliest_pass` with a caller-owned scratch state: every probe runs on a fresh
