@@ -554,6 +554,10 @@ impl<'a> Job<'a> {
         jitter_rng.set_stream(0);
         let sweep_every = sweep_interval(sc);
         let timeline = Timeline::new(sc.duration);
+        let mut tracker = WindowTracker::new(rule.window(), rule.max_requests());
+        if let Some(key) = self.track {
+            tracker.track(key);
+        }
         // The silent pass only redraws one key's window count. With open clients a
         // key's decisions depend on its own arrivals alone (eviction forgets only
         // states indistinguishable from fresh ones), so every other key is skipped.
@@ -586,9 +590,10 @@ impl<'a> Job<'a> {
             gave_up: 0,
             unfinished: 0,
             wasted: 0,
-            tracker: WindowTracker::new(rule.window(), rule.max_requests()),
+            tracker,
             series: SeriesThinner::new(sc.duration),
             track: self.track,
+            tracked_max: 0,
             timeline_cursor: BucketCursor::new(timeline.bucket),
             timeline,
             latency: LatencyHistogram::default(),
@@ -636,6 +641,8 @@ struct Driver<'a, A: Algorithm> {
     tracker: WindowTracker,
     series: SeriesThinner,
     track: Option<u32>,
+    /// The largest count the tracked key reached.
+    tracked_max: u64,
     timeline: Timeline,
     timeline_cursor: BucketCursor,
     latency: LatencyHistogram,
@@ -765,13 +772,16 @@ impl<A: Algorithm> Driver<'_, A> {
         if allowed {
             m.allowed += 1;
             self.probes.forget(event.key);
-            let tracked = *self.track.get_or_insert(event.key);
-            if event.key == tracked {
-                let series = &mut self.series;
-                self.tracker
-                    .admit(event.key, now, event.cost, |t, c| series.push(t, c));
-            } else {
-                self.tracker.admit(event.key, now, event.cost, |_, _| {});
+            if self.track.is_none() {
+                self.track = Some(event.key);
+                self.tracker.track(event.key);
+            }
+            let series = &mut self.series;
+            let count = self
+                .tracker
+                .admit(event.key, now, event.cost, |t, c| series.push(t, c));
+            if self.track == Some(event.key) {
+                self.tracked_max = self.tracked_max.max(count);
             }
             if self.retry {
                 self.succeeded += 1;
@@ -869,6 +879,7 @@ impl<A: Algorithm> Driver<'_, A> {
             janitor,
             timeline,
             name,
+            tracked_max,
             false_allow,
             false_deny,
             succeeded,
@@ -878,10 +889,7 @@ impl<A: Algorithm> Driver<'_, A> {
             ..
         } = self;
 
-        let tracked_max = track.map_or(0, |k| tracker.max_of(k));
-        if let Some(k) = track {
-            tracker.finish(k, sc.duration, |t, c| series.push(t, c));
-        }
+        tracker.finish(sc.duration, |t, c| series.push(t, c));
         m.max_in_window = tracker.max;
         // The worst key is the one whose series `window_counts` shows: the tracked key
         // when it ties with the first key to reach the maximum (no second pass then),

@@ -165,23 +165,34 @@ impl BucketCursor {
     }
 }
 
-/// One key's admitted `(instant, cost)` inside the trailing window.
-#[derive(Debug, Default, Clone)]
-struct KeyWindow {
-    entries: VecDeque<(Nanos, u64)>,
-    total: u64,
-    max: u64,
+/// One admission still inside the trailing window.
+#[derive(Debug, Clone, Copy)]
+struct Admission {
+    at: Nanos,
+    cost: u64,
+    key: u32,
 }
 
 /// Exact `max_in_window` and `excess` over every key.
 ///
 /// The count in `(t − W, t]` only rises at an admission, so its maximum over all real
 /// `t` is reached at some admission instant: checking after each admission is exact.
+///
+/// Admissions arrive in time order, so one FIFO of every admission still inside the
+/// window, for all keys together, expires them in order, and each key keeps only its
+/// running count: an admission touches the FIFO's two ends (sequential memory) and one
+/// small counter, instead of a queue of its own per key. Same entries, same counts as a
+/// deque per key, at a fraction of the cache misses when keys are many.
 #[derive(Debug)]
 pub(crate) struct WindowTracker {
     window: u64,
     limit: u64,
-    keys: Vec<KeyWindow>,
+    /// Every admission with `at + W > ` the latest instant seen, oldest first.
+    live: VecDeque<Admission>,
+    /// Per key: the cost of its admissions in `live`.
+    counts: Vec<u64>,
+    /// The key whose count changes are reported (see [`WindowTracker::admit`]).
+    tracked: Option<u32>,
     pub(crate) max: u64,
     pub(crate) worst_key: Option<u32>,
     pub(crate) excess: u64,
@@ -192,70 +203,77 @@ impl WindowTracker {
         WindowTracker {
             window: window.as_u64(),
             limit,
-            keys: Vec::new(),
+            live: VecDeque::new(),
+            counts: Vec::new(),
+            tracked: None,
             max: 0,
             worst_key: None,
             excess: 0,
         }
     }
 
-    /// Records an admission of `cost` for `key` at `t` (instants never decrease).
-    /// `on_change(instant, count)` hears every change of this key's count, expiries
-    /// included, so the caller can draw it as a step function.
+    /// Follows `key`'s count from now on: its changes go to the `on_tracked_change` of
+    /// every later call.
+    pub(crate) fn track(&mut self, key: u32) {
+        self.tracked = Some(key);
+    }
+
+    /// Records an admission of `cost` for `key` at `t` (instants never decrease) and
+    /// returns the key's count in `(t − W, t]`. `on_tracked_change(instant, count)`
+    /// hears every change of the tracked key's count, expiries included (at the instant
+    /// they happen), so the caller can draw it as a step function.
     pub(crate) fn admit(
         &mut self,
         key: u32,
         t: Nanos,
         cost: u64,
-        mut on_change: impl FnMut(Nanos, u64),
-    ) {
+        mut on_tracked_change: impl FnMut(Nanos, u64),
+    ) -> u64 {
+        self.expire(t, &mut on_tracked_change);
         let index = key as usize;
-        if index >= self.keys.len() {
-            self.keys.resize_with(index + 1, KeyWindow::default);
+        if index >= self.counts.len() {
+            self.counts.resize(index + 1, 0);
         }
-        let w = &mut self.keys[index];
-        expire(w, self.window, t, &mut on_change);
-        match w.entries.back_mut() {
-            Some((at, c)) if *at == t => *c += cost,
-            _ => w.entries.push_back((t, cost)),
+        match self.live.back_mut() {
+            Some(last) if last.at == t && last.key == key => last.cost += cost,
+            _ => self.live.push_back(Admission { at: t, cost, key }),
         }
-        w.total += cost;
-        on_change(t, w.total);
-        if w.total > self.limit {
+        let count = &mut self.counts[index];
+        *count += cost;
+        let count = *count;
+        if self.tracked == Some(key) {
+            on_tracked_change(t, count);
+        }
+        if count > self.limit {
             self.excess += 1;
         }
-        w.max = w.max.max(w.total);
-        if w.total > self.max {
-            self.max = w.total;
+        if count > self.max {
+            self.max = count;
             self.worst_key = Some(key);
         }
+        count
     }
 
-    /// The largest trailing count `key` ever had.
-    pub(crate) fn max_of(&self, key: u32) -> u64 {
-        self.keys.get(key as usize).map_or(0, |w| w.max)
+    /// Reports the tracked key's remaining expiries up to `end` (the final steps down).
+    pub(crate) fn finish(&mut self, end: Nanos, mut on_tracked_change: impl FnMut(Nanos, u64)) {
+        self.expire(end, &mut on_tracked_change);
     }
 
-    /// Reports the remaining expiries of `key` before `end` (for the final steps down).
-    pub(crate) fn finish(&mut self, key: u32, end: Nanos, on_change: impl FnMut(Nanos, u64)) {
-        if let Some(w) = self.keys.get_mut(key as usize) {
-            let mut on_change = on_change;
-            expire(w, self.window, end, &mut on_change);
+    /// Drops admissions that no longer count at `t`: one at `a` counts in `(t − W, t]`
+    /// exactly while `a + W > t`.
+    fn expire(&mut self, t: Nanos, on_tracked_change: &mut impl FnMut(Nanos, u64)) {
+        while let Some(&Admission { at, cost, key }) = self.live.front() {
+            let expiry = u128::from(at.as_u64()) + u128::from(self.window);
+            if expiry > u128::from(t.as_u64()) {
+                break;
+            }
+            self.live.pop_front();
+            let count = &mut self.counts[key as usize];
+            *count -= cost;
+            if self.tracked == Some(key) {
+                on_tracked_change(Nanos::saturating_from_u128(expiry), *count);
+            }
         }
-    }
-}
-
-/// Drops entries that no longer count at `t`: an entry at `a` counts in `(t − W, t]`
-/// exactly while `a + W > t`.
-fn expire(w: &mut KeyWindow, window: u64, t: Nanos, on_change: &mut impl FnMut(Nanos, u64)) {
-    while let Some(&(at, c)) = w.entries.front() {
-        let expiry = u128::from(at.as_u64()) + u128::from(window);
-        if expiry > u128::from(t.as_u64()) {
-            break;
-        }
-        w.entries.pop_front();
-        w.total -= c;
-        on_change(Nanos::saturating_from_u128(expiry), w.total);
     }
 }
 
