@@ -201,6 +201,20 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
             .map(|(_, s)| s.clone())
     }
 
+    /// Runs `f` on `key`'s current state in place, under its shard lock, without
+    /// copying it; `None` if the key is not held (nothing is inserted).
+    pub fn inspect<Q, R>(&self, key: &Q, f: impl FnOnce(&A::State) -> R) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let table = lock(self.shard(hash));
+        table
+            .find(hash, |(k, _)| k.borrow() == key)
+            .map(|(_, s)| f(s))
+    }
+
     /// Forgets `key`: its next request starts from a fresh state.
     pub fn reset<Q>(&self, key: &Q)
     where

@@ -167,6 +167,20 @@ fn peek_reports_without_consuming() {
 }
 
 #[test]
+fn inspect_reads_a_held_state_in_place_and_never_inserts() {
+    let clock = FakeClock::default();
+    let rule = Rule::new(3, Nanos::from_secs(10)).unwrap();
+    let l = RateLimiter::with_clock(ratesim::SlidingWindowLog::new(rule), clock.clone());
+    assert_eq!(l.inspect("ghost", |s| s.len()), None);
+    assert_eq!(l.len(), 0, "inspecting an unknown key must not add it");
+    assert!(l.allow("k"));
+    clock.advance(Nanos::from_secs(1));
+    assert!(l.allow("k"));
+    assert_eq!(l.inspect("k", |s| s.len()), Some(2), "two logged instants");
+    assert_eq!(l.snapshot("k").map(|s| s.len()), Some(2));
+}
+
+#[test]
 fn a_cost_above_capacity_is_an_error_not_a_denial() {
     let clock = FakeClock::default();
     let rule = Rule::new(5, Nanos::from_secs(10))

@@ -318,10 +318,10 @@ enum ReferenceLimiter {
 }
 
 impl ReferenceLimiter {
-    fn allows(&self, key: u32, cost: u64) -> bool {
+    fn allows(&mut self, key: u32, cost: u64) -> bool {
         match self {
-            ReferenceLimiter::One(l) => l.try_acquire_n(&key, cost).is_ok_and(|d| d.allowed),
-            ReferenceLimiter::All(l) => l.try_acquire_n(&key, cost).is_ok_and(|d| d.allowed),
+            ReferenceLimiter::One(l) => l.try_acquire_n_mut(&key, cost).is_ok_and(|d| d.allowed),
+            ReferenceLimiter::All(l) => l.try_acquire_n_mut(&key, cost).is_ok_and(|d| d.allowed),
         }
     }
 
@@ -573,6 +573,7 @@ impl<'a> Job<'a> {
             },
             name,
             silent,
+            rows: self.sink.as_ref().is_some_and(|s| s.wants_rows()),
             sink: self.sink,
             progress: self.progress,
             clock,
@@ -620,6 +621,8 @@ struct Driver<'a, A: Algorithm> {
     sc: &'a Scenario,
     name: String,
     silent: bool,
+    /// The sink wants each decision's row.
+    rows: bool,
     sink: Option<Box<dyn DecisionSink>>,
     progress: Option<&'a Progress<'a>>,
     clock: FakeClock,
@@ -830,7 +833,9 @@ impl<A: Algorithm> Driver<'_, A> {
             self.false_allow += u64::from(allowed && !log_allowed);
             self.false_deny += u64::from(!allowed && log_allowed);
         }
-        if let Some(sink) = self.sink.as_mut() {
+        if self.rows
+            && let Some(sink) = self.sink.as_mut()
+        {
             let row = DecisionRow {
                 algorithm: &self.name,
                 seq: event.seq,
@@ -1132,8 +1137,8 @@ impl<A: Algorithm> Janitor<A> {
         if let Some(heap_bytes) = self.heap_bytes {
             for key in self.touched.drain(..) {
                 self.marked[key as usize] = false;
-                if let Some(state) = limiter.snapshot(&key) {
-                    let bytes = std::mem::size_of::<A::State>() + heap_bytes(&state);
+                if let Some(heap) = limiter.inspect(&key, heap_bytes) {
+                    let bytes = std::mem::size_of::<A::State>() + heap;
                     self.state_bytes = self.state_bytes.max(bytes as u64);
                 }
             }

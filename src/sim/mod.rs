@@ -84,6 +84,11 @@ pub trait DecisionSink: Send {
     fn finish(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+
+    /// False for a sink that ignores every row: the engine then does not build them.
+    fn wants_rows(&self) -> bool {
+        true
+    }
 }
 
 /// A sink that drops every row, for runs that need only the summary.
@@ -93,6 +98,10 @@ pub struct NoopSink;
 impl DecisionSink for NoopSink {
     fn record(&mut self, _row: &DecisionRow<'_>) -> std::io::Result<()> {
         Ok(())
+    }
+
+    fn wants_rows(&self) -> bool {
+        false
     }
 }
 
