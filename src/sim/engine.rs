@@ -595,6 +595,7 @@ impl<'a> Job<'a> {
             series: SeriesThinner::new(sc.duration),
             track: self.track,
             tracked_max: 0,
+            admitted: Vec::new(),
             timeline_cursor: BucketCursor::new(timeline.bucket),
             timeline,
             latency: LatencyHistogram::default(),
@@ -646,6 +647,8 @@ struct Driver<'a, A: Algorithm> {
     track: Option<u32>,
     /// The largest count the tracked key reached.
     tracked_max: u64,
+    /// `(key, instant, cost)` of each admission not yet counted by `tracker`.
+    admitted: Vec<(u32, Nanos, u64)>,
     timeline: Timeline,
     timeline_cursor: BucketCursor,
     latency: LatencyHistogram,
@@ -712,6 +715,7 @@ impl<A: Algorithm> Drive for Driver<'_, A> {
                 }
             }
         }
+        self.track_admitted();
     }
 
     fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
@@ -725,6 +729,7 @@ impl<A: Algorithm> Drive for Driver<'_, A> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        self.track_admitted();
         // Flush now, so a failed write is an error rather than lost on drop.
         if let Some(sink) = self.sink.as_mut() {
             sink.finish().map_err(|source| SimError::Sink {
@@ -737,6 +742,25 @@ impl<A: Algorithm> Drive for Driver<'_, A> {
 }
 
 impl<A: Algorithm> Driver<'_, A> {
+    /// Counts the admissions of the last chunk in the trailing windows, in order. Done
+    /// after the chunk rather than at each decision: the tracker only observes, and a
+    /// short loop of independent counter updates lets the processor overlap their
+    /// cache misses, which interleaved with decisions it could not.
+    fn track_admitted(&mut self) {
+        for &(key, at, cost) in &self.admitted {
+            if self.track.is_none() {
+                self.track = Some(key);
+                self.tracker.track(key);
+            }
+            let series = &mut self.series;
+            let count = self.tracker.admit(key, at, cost, |t, c| series.push(t, c));
+            if self.track == Some(key) {
+                self.tracked_max = self.tracked_max.max(count);
+            }
+        }
+        self.admitted.clear();
+    }
+
     /// Decides one request attempt and records what the metrics need; returns
     /// whether it was admitted.
     fn step(
@@ -775,17 +799,7 @@ impl<A: Algorithm> Driver<'_, A> {
         if allowed {
             m.allowed += 1;
             self.probes.forget(event.key);
-            if self.track.is_none() {
-                self.track = Some(event.key);
-                self.tracker.track(event.key);
-            }
-            let series = &mut self.series;
-            let count = self
-                .tracker
-                .admit(event.key, now, event.cost, |t, c| series.push(t, c));
-            if self.track == Some(event.key) {
-                self.tracked_max = self.tracked_max.max(count);
-            }
+            self.admitted.push((event.key, now, event.cost));
             if self.retry {
                 self.succeeded += 1;
                 self.latency.record(now - event.first);
