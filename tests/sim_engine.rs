@@ -123,6 +123,15 @@ fn a_threaded_run_equals_a_sequential_run() {
         let s = load(&path);
         let sequential = run_capturing(&s, 1);
         let threaded = run_capturing(&s, 4);
+        if name == "poisson.toml" {
+            // Threads share the sliding log's decisions: the comparison below only
+            // means something if there are disagreements with the log to count.
+            for a in sequential.0.algorithms.iter() {
+                let m = &a.metrics;
+                let disagreements = m.false_allow.unwrap() + m.false_deny.unwrap();
+                assert_eq!(disagreements == 0, a.name == "sliding_window_log", "{m:?}");
+            }
+        }
         assert_eq!(sequential.0, threaded.0, "{name}");
         assert_eq!(sequential.1, threaded.1, "{name}");
     }

@@ -26,6 +26,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::mpsc::{Receiver, SyncSender};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -108,6 +109,7 @@ pub fn run(
         total: scenario.algorithms.len() as u64 * PROGRESS_STEPS,
         callback: options.progress,
     };
+    let mut shared = share_reference(scenario, &groups);
     // Each group is independent and its results are keyed by algorithm index, so the
     // grouping (and the thread count) cannot affect the report.
     let mut results: Vec<Option<Result<AlgorithmReport, SimError>>> =
@@ -115,15 +117,17 @@ pub fn run(
     let finished: Vec<Vec<(usize, Result<AlgorithmReport, SimError>)>> = if threads == 1 {
         groups
             .into_iter()
-            .map(|g| run_group(scenario, g, &progress))
+            .zip(shared)
+            .map(|(g, share)| run_group(scenario, g, &progress, share))
             .collect()
     } else {
         std::thread::scope(|s| {
             let handles: Vec<_> = groups
                 .into_iter()
-                .map(|g| {
+                .zip(shared.drain(..))
+                .map(|(g, share)| {
                     let progress = &progress;
-                    s.spawn(move || run_group(scenario, g, progress))
+                    s.spawn(move || run_group(scenario, g, progress, share))
                 })
                 .collect();
             handles
@@ -152,6 +156,42 @@ pub fn run(
         client: scenario.client.name().to_string(),
         algorithms,
     })
+}
+
+/// How a group gets the reference's decisions (open clients only).
+enum Share {
+    /// Computes them itself, if it needs them: from its own sliding-log driver, or
+    /// from a separate copy of the log.
+    Alone,
+    /// Owns the sliding-log driver and sends each chunk's decisions to these groups.
+    Send(Vec<SyncSender<Vec<bool>>>),
+    /// Receives each chunk's decisions from the group that owns the sliding log.
+    Receive(Receiver<Vec<bool>>),
+}
+
+/// With open clients and several groups, the sliding log's decisions are computed once,
+/// by the group that runs the log as an algorithm, and sent to the others chunk by
+/// chunk, instead of every other group running its own copy of the log. The stream and
+/// the log are deterministic, so this changes no result.
+fn share_reference(scenario: &Scenario, groups: &[Vec<Assigned<'_>>]) -> Vec<Share> {
+    let mut shares: Vec<Share> = groups.iter().map(|_| Share::Alone).collect();
+    let owner = groups
+        .iter()
+        .position(|g| g.iter().any(|a| a.name == "sliding_window_log"));
+    let (Some(owner), ClientModel::Open) = (owner, scenario.client) else {
+        return shares;
+    };
+    let mut senders = Vec::new();
+    for (i, share) in shares.iter_mut().enumerate() {
+        if i != owner {
+            // A few chunks of slack so the two threads rarely wait for each other.
+            let (tx, rx) = std::sync::mpsc::sync_channel(16);
+            senders.push(tx);
+            *share = Share::Receive(rx);
+        }
+    }
+    shares[owner] = Share::Send(senders);
+    shares
 }
 
 /// One algorithm handed to a worker: its index in the scenario and its sink.
@@ -190,6 +230,7 @@ fn run_group<'a>(
     scenario: &'a Scenario,
     group: Vec<Assigned<'a>>,
     progress: &'a Progress<'a>,
+    share: Share,
 ) -> Vec<(usize, Result<AlgorithmReport, SimError>)> {
     let mut results = Vec::new();
     let mut drivers = Vec::new();
@@ -205,7 +246,8 @@ fn run_group<'a>(
     }
     let mut again = Vec::new();
     let mut again_slots = Vec::new();
-    for ((index, name), outcome) in owners.into_iter().zip(run_pass(scenario, drivers)) {
+    let first = run_pass(scenario, drivers, share);
+    for ((index, name), outcome) in owners.into_iter().zip(first) {
         match outcome {
             Ok(o) => {
                 if let Some(worst) = o.worst
@@ -227,7 +269,8 @@ fn run_group<'a>(
             Err(e) => results.push((index, Err(e))),
         }
     }
-    for (slot, outcome) in again_slots.into_iter().zip(run_pass(scenario, again)) {
+    let second = run_pass(scenario, again, Share::Alone);
+    for (slot, outcome) in again_slots.into_iter().zip(second) {
         let result = &mut results[slot].1;
         match (outcome, result.as_mut()) {
             (Ok(o), Ok(report)) => report.window_counts = o.report.window_counts,
@@ -246,11 +289,12 @@ const CHUNK: usize = 1024;
 fn run_pass<'a>(
     scenario: &'a Scenario,
     mut drivers: Vec<Box<dyn Drive + 'a>>,
+    share: Share,
 ) -> Vec<Result<Outcome, SimError>> {
     if drivers.is_empty() {
         return Vec::new();
     }
-    match feed_all(scenario, &mut drivers) {
+    match feed_all(scenario, &mut drivers, share) {
         Ok(stream) => drivers
             .into_iter()
             .map(|d| d.finish(stream.keys()))
@@ -265,13 +309,20 @@ fn run_pass<'a>(
 fn feed_all(
     scenario: &Scenario,
     drivers: &mut [Box<dyn Drive + '_>],
+    share: Share,
 ) -> Result<ArrivalStream, ScenarioError> {
     let mut stream = ArrivalStream::new(scenario)?;
     // A sliding log among the drivers is the reference itself: its decisions on the
     // chunk are the log's, so it runs first and no separate copy is needed.
     let log_driver = drivers.iter().position(|d| d.is_reference());
-    let mut reference = (log_driver.is_none() && drivers.iter().any(|d| d.wants_reference()))
-        .then(|| Reference::new(scenario));
+    let (mut senders, mut receiver) = match share {
+        Share::Send(senders) if log_driver.is_some() => (senders, None),
+        Share::Receive(receiver) => (Vec::new(), Some(receiver)),
+        _ => (Vec::new(), None),
+    };
+    let mut reference =
+        (log_driver.is_none() && receiver.is_none() && drivers.iter().any(|d| d.wants_reference()))
+            .then(|| Reference::new(scenario));
     let mut chunk = Vec::with_capacity(CHUNK);
     let mut log_allowed = Vec::with_capacity(CHUNK);
     loop {
@@ -291,8 +342,18 @@ fn feed_all(
         }
         if let Some(i) = log_driver {
             drivers[i].feed(&chunk, None, stream.keys(), Some(&mut log_allowed));
+            // A receiver that has stopped (its run failed) is simply dropped.
+            senders.retain(|tx| tx.send(log_allowed.clone()).is_ok());
         }
-        let log = (reference.is_some() || log_driver.is_some()).then_some(log_allowed.as_slice());
+        if let Some(rx) = receiver.as_ref() {
+            match rx.recv() {
+                Ok(decided) => log_allowed = decided,
+                // The log's run failed, which fails the whole run: stop counting.
+                Err(_) => receiver = None,
+            }
+        }
+        let log = (reference.is_some() || log_driver.is_some() || receiver.is_some())
+            .then_some(log_allowed.as_slice());
         for (i, d) in drivers.iter_mut().enumerate() {
             if Some(i) != log_driver {
                 d.feed(&chunk, log, stream.keys(), None);
