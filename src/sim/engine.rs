@@ -10,16 +10,21 @@
 //!   every algorithm it owns in turn: every algorithm sees the identical stream, the
 //!   stream is never held in memory whole, and a thread's results do not depend on
 //!   which other algorithms share it, so a threaded run equals a sequential one.
-//! - Open clients: the sliding log (the exact reference) decides each chunk once per
-//!   thread, and every other algorithm counts `false_allow` / `false_deny` against it.
+//! - Open clients: the sliding log (the exact reference) decides each chunk once, and
+//!   every other algorithm counts `false_allow` / `false_deny` against it. When the
+//!   log is one of the algorithms run, its own decisions are the reference, and the
+//!   thread running it sends them to the other threads chunk by chunk.
 //! - Retry clients: a denied request is queued at `now + retry_after + U[0, jitter]`.
 //!   Retries due at the same instant as a new arrival go first (they were scheduled
 //!   earlier); retries at the same instant keep FIFO order (an insertion counter, as in
 //!   nexosim's queue). A retry that would fall at or after `duration` is `unfinished`.
-//! - Every denial is probed: a copy of the key's state is asked, at later instants,
+//! - Every denial is judged: a copy of the key's state is asked, at later instants,
 //!   whether the request would pass, to find the exact earliest instant and judge
 //!   `retry_after` against it. This assumes passing is monotone in time when nothing
-//!   else happens, which holds for all six built-in algorithms.
+//!   else happens, which holds for all six built-in algorithms. The instant found is
+//!   remembered per key until the key's next admission (see `Probes`).
+//! - The engine owns its limiters, so it decides through their lock-free `&mut` path;
+//!   the trailing-window counts are updated after each chunk, in order.
 //! - A janitor sweep (every `max(W, duration / 1000)`) evicts idle keys, as a real
 //!   deployment would, and samples `peak_keys` and per-key state size.
 
