@@ -306,3 +306,36 @@ fn a_smaller_admission_between_two_denials_moves_the_judged_instant() {
         }
     }
 }
+
+/// Past 20,000 points the window-count series is thinned; it must still show one
+/// point per instant, the count after everything at that instant. (Found in review:
+/// key `a` admitted twice at one instant with `b` between them expired in two steps,
+/// drawing a count of 1 that never held.)
+#[test]
+fn a_thinned_window_series_has_one_point_per_instant() {
+    let dir = tempfile::tempdir().unwrap();
+    let ms = 1_000_000;
+    let mut rows: Vec<(u64, u8, u64)> = (0..25_000).map(|i| (i * ms, 0, 1)).collect();
+    rows.extend([
+        (40_000 * ms, 0, 1),
+        (40_000 * ms, 1, 1),
+        (40_000 * ms, 0, 1),
+    ]);
+    let s = trace_scenario(dir.path(), &rows, 1_000_000, 1_000 * ms, "");
+    let (report, _) = run_capturing(&s, 1);
+    for a in &report.algorithms {
+        let series = &a.window_counts;
+        // 25,000 admissions and as many expiries: more than the 20,000 kept raw.
+        assert!(series.len() < 20_000, "{}: the series was thinned", a.name);
+        for pair in series.windows(2) {
+            assert!(pair[0].time < pair[1].time, "{}: {pair:?}", a.name);
+        }
+        let last = series.last().unwrap();
+        assert_eq!(
+            (last.time.as_u64(), last.count),
+            (41_000 * ms, 0),
+            "{}",
+            a.name
+        );
+    }
+}

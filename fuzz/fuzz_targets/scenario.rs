@@ -1,5 +1,6 @@
 //! Scenario text → `Scenario::parse` → `validate` → (if small) `sim::run`: must never
-//! panic. Errors are fine; they are the expected answer to most inputs.
+//! panic, and a run on 3 threads must equal the sequential run. Errors are fine; they
+//! are the expected answer to most inputs.
 //!
 //! The scenario's origin is the repository's `scenarios/` folder, so
 //! `path = "traces/sample.csv"` resolves to the checked-in trace. Trace sources naming
@@ -45,14 +46,23 @@ fuzz_target!(|data: &[u8]| {
     if expected > MAX_ATTEMPTS {
         return;
     }
-    match sim::run(&scenario, &RunOptions::default(), &mut |_| {
-        Ok(Box::new(NoopSink))
-    }) {
+    let run = |threads| {
+        let options = RunOptions {
+            threads,
+            ..RunOptions::default()
+        };
+        sim::run(&scenario, &options, &mut |_| Ok(Box::new(NoopSink)))
+    };
+    match run(1) {
         Ok(report) => {
             for a in &report.algorithms {
                 let m = &a.metrics;
                 assert_eq!(m.allowed + m.denied, m.attempts, "{}: {m:?}", a.name);
             }
+            // Threads share the sliding log's decisions between them: a threaded run
+            // must equal the sequential one exactly.
+            let threaded = run(3).expect("the sequential run succeeded");
+            assert_eq!(report, threaded, "3 threads differ from 1");
         }
         Err(e) => {
             let _ = e.to_string();

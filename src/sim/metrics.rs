@@ -139,27 +139,27 @@ impl Timeline {
 pub(crate) struct BucketCursor {
     width: u64,
     index: usize,
-    /// The current bucket is `[end − width, end)`.
-    end: u64,
+    /// The current bucket is `[start, start + width)` (`start = index · width`, which
+    /// cannot overflow where `start + width` can).
+    start: u64,
 }
 
 impl BucketCursor {
     pub(crate) fn new(width: Nanos) -> BucketCursor {
-        let width = width.as_u64().max(1);
         BucketCursor {
-            width,
+            width: width.as_u64().max(1),
             index: 0,
-            end: width,
+            start: 0,
         }
     }
 
     /// The bucket holding `time`: `time / width`.
     pub(crate) fn index(&mut self, time: Nanos) -> usize {
         let t = time.as_u64();
-        if t >= self.end || t < self.end - self.width {
+        if t < self.start || t - self.start >= self.width {
             let i = t / self.width;
             self.index = i as usize;
-            self.end = i.saturating_add(1).saturating_mul(self.width);
+            self.start = i * self.width;
         }
         self.index
     }
@@ -261,7 +261,14 @@ impl WindowTracker {
 
     /// Drops admissions that no longer count at `t`: one at `a` counts in `(t − W, t]`
     /// exactly while `a + W > t`.
+    ///
+    /// The tracked key hears one change per admission instant that expires: the FIFO
+    /// can hold several entries for one key and instant (another key admitted between
+    /// them), and they all expire in the same call, so they are reported together,
+    /// with the count after the last of them — never a count that held at no instant.
     fn expire(&mut self, t: Nanos, on_tracked_change: &mut impl FnMut(Nanos, u64)) {
+        // The tracked key's expiry not yet reported: (admission instant, expiry, count).
+        let mut pending: Option<(Nanos, Nanos, u64)> = None;
         while let Some(&Admission { at, cost, key }) = self.live.front() {
             let expiry = u128::from(at.as_u64()) + u128::from(self.window);
             if expiry > u128::from(t.as_u64()) {
@@ -271,8 +278,16 @@ impl WindowTracker {
             let count = &mut self.counts[key as usize];
             *count -= cost;
             if self.tracked == Some(key) {
-                on_tracked_change(Nanos::saturating_from_u128(expiry), *count);
+                if let Some((before, instant, c)) = pending
+                    && before != at
+                {
+                    on_tracked_change(instant, c);
+                }
+                pending = Some((at, Nanos::saturating_from_u128(expiry), *count));
             }
+        }
+        if let Some((_, instant, c)) = pending {
+            on_tracked_change(instant, c);
         }
     }
 }
@@ -290,6 +305,10 @@ pub(crate) struct SeriesThinner {
     /// Per bucket: first, low, high, last, each with its push order for sorting.
     points: Vec<Option<[(u64, WindowSample); 4]>>,
     pushed: u64,
+    /// The latest point, held back until the instant moves on: the count at an instant
+    /// is the count after everything that happened at it, so a later change at the
+    /// same instant replaces it (in both modes).
+    pending: Option<WindowSample>,
 }
 
 impl SeriesThinner {
@@ -302,17 +321,24 @@ impl SeriesThinner {
             thinning: false,
             points: vec![None; duration.as_u64().div_ceil(bucket) as usize],
             pushed: 0,
+            pending: None,
         }
     }
 
     pub(crate) fn push(&mut self, time: Nanos, count: u64) {
-        if !self.thinning {
-            // The count at an instant is the count after everything that happened at
-            // it: a later change at the same instant replaces the earlier one.
-            if let Some(last) = self.raw.last_mut().filter(|s| s.time == time) {
-                last.count = count;
-                return;
+        match self.pending.as_mut() {
+            Some(p) if p.time == time => p.count = count,
+            _ => {
+                if let Some(done) = self.pending.replace(WindowSample { time, count }) {
+                    self.keep(done);
+                }
             }
+        }
+    }
+
+    /// Keeps the final point of one instant.
+    fn keep(&mut self, WindowSample { time, count }: WindowSample) {
+        if !self.thinning {
             if (self.raw.len() as u64) < WINDOW_SAMPLES {
                 self.raw.push(WindowSample { time, count });
                 return;
@@ -345,7 +371,10 @@ impl SeriesThinner {
         }
     }
 
-    pub(crate) fn finish(self) -> Vec<WindowSample> {
+    pub(crate) fn finish(mut self) -> Vec<WindowSample> {
+        if let Some(done) = self.pending.take() {
+            self.keep(done);
+        }
         if !self.thinning {
             return self.raw;
         }
@@ -477,7 +506,9 @@ mod tests {
                 1_000_000_007,
             ]
             .into_iter()
-            .chain([u64::MAX - 1, u64::MAX, 7]);
+            // The top bucket is cut short by u64::MAX; going back from it must still
+            // land in the right bucket.
+            .chain([u64::MAX - 1, u64::MAX, u64::MAX - width, u64::MAX, 7]);
             for t in times {
                 assert_eq!(
                     cursor.index(Nanos::new(t)),
@@ -486,6 +517,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_tracked_key_hears_one_expiry_per_admission_instant() {
+        // A, B, A at one instant: the FIFO holds A twice, not merged, but A's count
+        // steps 0 → 1 → 2 → 0, with no made-up "1" at the expiry instant.
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        tracker.track(0);
+        let mut heard = Vec::new();
+        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
+        tracker.admit(0, Nanos::new(5), 1, &mut on);
+        tracker.admit(1, Nanos::new(5), 1, &mut on);
+        tracker.admit(0, Nanos::new(5), 1, &mut on);
+        tracker.admit(0, Nanos::new(7), 1, &mut on);
+        tracker.admit(1, Nanos::new(17), 1, &mut on);
+        tracker.finish(Nanos::new(100), &mut on);
+        assert_eq!(heard, [(5, 1), (5, 2), (7, 3), (15, 1), (17, 0)]);
+        assert_eq!((tracker.max, tracker.worst_key), (3, Some(0)));
     }
 
     #[test]
@@ -559,17 +608,29 @@ mod tests {
         t.push(a, 5);
         t.push(b, 0);
         for c in 1..=5 {
-            t.push(b, c);
+            t.push(b + Nanos::new(c), c);
         }
+        // Changes at one instant are one point: the count after all of them.
+        let c = Nanos::from_secs(21);
+        t.push(c, 1);
+        t.push(c, 4);
         let out = t.finish();
         assert_eq!(
             out.last(),
-            Some(&WindowSample { time: b, count: 5 }),
+            Some(&WindowSample { time: c, count: 4 }),
             "{out:?}"
+        );
+        assert!(
+            out.contains(&WindowSample {
+                time: b + Nanos::new(5),
+                count: 5
+            }),
+            "the value the bucket ends on: {out:?}"
         );
         assert!(
             out.contains(&WindowSample { time: b, count: 0 }),
             "the dip is kept too"
         );
+        assert_eq!(out.iter().filter(|s| s.time == c).count(), 1, "{out:?}");
     }
 }
