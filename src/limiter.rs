@@ -194,11 +194,7 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let hash = self.hasher.hash_one(key);
-        let table = lock(self.shard(hash));
-        table
-            .find(hash, |(k, _)| k.borrow() == key)
-            .map(|(_, s)| s.clone())
+        self.inspect(key, A::State::clone)
     }
 
     /// Runs `f` on `key`'s current state in place, under its shard lock, without
