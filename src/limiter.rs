@@ -152,10 +152,7 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let capacity = self.algorithm.capacity();
-        if cost > capacity {
-            return Err(InsufficientCapacity { cost, capacity });
-        }
+        self.fits(cost)?;
         Ok(self.decide(key, cost, || {}))
     }
 
@@ -316,14 +313,8 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let capacity = self.algorithm.capacity();
-        if cost > capacity {
-            return Err(InsufficientCapacity { cost, capacity });
-        }
-        Ok(self.with_state_mut(key, |algo, state, now| {
-            let allowed = algo.try_acquire(state, now, cost);
-            decision(algo, state, now, cost, allowed)
-        }))
+        self.fits(cost)?;
+        Ok(self.with_state_mut(key, |algo, state, now| acquire(algo, state, now, cost)))
     }
 
     /// [`with_state`](Self::with_state) for an owner with exclusive access, without
@@ -362,11 +353,17 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let acquire = |algo: &A, state: &mut A::State, now: Nanos| {
-            let allowed = algo.try_acquire(state, now, cost);
-            decision(algo, state, now, cost, allowed)
-        };
+        let acquire = |algo: &A, state: &mut A::State, now| acquire(algo, state, now, cost);
         self.with_state_hooked(key, acquire, before_lock)
+    }
+
+    /// A cost larger than the capacity can never pass: an error, before any lookup.
+    fn fits(&self, cost: u64) -> Result<(), InsufficientCapacity> {
+        let capacity = self.algorithm.capacity();
+        if cost > capacity {
+            return Err(InsufficientCapacity { cost, capacity });
+        }
+        Ok(())
     }
 
     fn status(&self, state: &A::State, now: Nanos) -> Decision {
@@ -403,6 +400,12 @@ where
             &mut slot.insert(fresh).into_mut().1
         }
     }
+}
+
+/// Checks and consumes `cost` on `state` at `now`, and the decision to report.
+fn acquire<A: Algorithm>(algo: &A, state: &mut A::State, now: Nanos, cost: u64) -> Decision {
+    let allowed = algo.try_acquire(state, now, cost);
+    decision(algo, state, now, cost, allowed)
 }
 
 /// The decision to report after `try_acquire(state, now, cost)` returned `allowed`

@@ -114,7 +114,7 @@ pub fn run(
         total: scenario.algorithms.len() as u64 * PROGRESS_STEPS,
         callback: options.progress,
     };
-    let mut shared = share_reference(scenario, &groups);
+    let shared = share_reference(scenario, &groups);
     // Each group is independent and its results are keyed by algorithm index, so the
     // grouping (and the thread count) cannot affect the report.
     let mut results: Vec<Option<Result<AlgorithmReport, SimError>>> =
@@ -129,7 +129,7 @@ pub fn run(
         std::thread::scope(|s| {
             let handles: Vec<_> = groups
                 .into_iter()
-                .zip(shared.drain(..))
+                .zip(shared)
                 .map(|(g, share)| {
                     let progress = &progress;
                     s.spawn(move || run_group(scenario, g, progress, share))
@@ -659,8 +659,6 @@ impl<'a> Job<'a> {
             wasted: 0,
             tracker,
             series: SeriesThinner::new(sc.duration),
-            track: self.track,
-            tracked_max: 0,
             admitted: Vec::new(),
             timeline_cursor: BucketCursor::new(timeline.bucket),
             timeline,
@@ -710,9 +708,6 @@ struct Driver<'a, A: Algorithm> {
     wasted: u64,
     tracker: WindowTracker,
     series: SeriesThinner,
-    track: Option<u32>,
-    /// The largest count the tracked key reached.
-    tracked_max: u64,
     /// `(key, instant, cost)` of each admission not yet counted by `tracker`.
     admitted: Vec<(u32, Nanos, u64)>,
     timeline: Timeline,
@@ -814,15 +809,8 @@ impl<A: Algorithm> Driver<'_, A> {
     /// cache misses, which interleaved with decisions it could not.
     fn track_admitted(&mut self) {
         for &(key, at, cost) in &self.admitted {
-            if self.track.is_none() {
-                self.track = Some(key);
-                self.tracker.track(key);
-            }
             let series = &mut self.series;
-            let count = self.tracker.admit(key, at, cost, |t, c| series.push(t, c));
-            if self.track == Some(key) {
-                self.tracked_max = self.tracked_max.max(count);
-            }
+            self.tracker.admit(key, at, cost, |t, c| series.push(t, c));
         }
         self.admitted.clear();
     }
@@ -959,12 +947,10 @@ impl<A: Algorithm> Driver<'_, A> {
             mut m,
             mut tracker,
             mut series,
-            track,
             latency,
             janitor,
             timeline,
             name,
-            tracked_max,
             false_allow,
             false_deny,
             succeeded,
@@ -979,8 +965,8 @@ impl<A: Algorithm> Driver<'_, A> {
         // The worst key is the one whose series `window_counts` shows: the tracked key
         // when it ties with the first key to reach the maximum (no second pass then),
         // otherwise that first key (the second pass redraws the series for it).
-        let shown = match track {
-            Some(k) if tracked_max == tracker.max && tracker.max > 0 => Some(k),
+        let shown = match tracker.tracked {
+            Some(k) if tracker.tracked_max == tracker.max && tracker.max > 0 => Some(k),
             _ => tracker.worst_key,
         };
         m.worst_key = shown.map_or_else(String::new, |k| keys.name(k).to_string());
@@ -1014,7 +1000,7 @@ impl<A: Algorithm> Driver<'_, A> {
                 timeline,
             },
             worst: tracker.worst_key,
-            tracked_max,
+            tracked_max: tracker.tracked_max,
         })
     }
 }
@@ -1075,7 +1061,7 @@ impl<A: Algorithm> Probes<A> {
 
     fn new() -> Self {
         Probes {
-            slots: Vec::new(),
+            slots: vec![None; Self::SLOTS],
             scratch: None,
         }
     }
@@ -1086,9 +1072,8 @@ impl<A: Algorithm> Probes<A> {
 
     /// `key` was admitted: what was remembered about it no longer holds.
     fn forget(&mut self, key: u32) {
-        if let Some(slot) = self.slots.get_mut(Self::slot(key))
-            && slot.is_some_and(|(k, _, _)| k == key)
-        {
+        let slot = &mut self.slots[Self::slot(key)];
+        if slot.is_some_and(|(k, _, _)| k == key) {
             *slot = None;
         }
     }
@@ -1103,9 +1088,6 @@ impl<A: Algorithm> Probes<A> {
         now: Nanos,
         retry_after: Nanos,
     ) -> Option<Nanos> {
-        if self.slots.is_empty() {
-            self.slots.resize(Self::SLOTS, None);
-        }
         let slot = Self::slot(key);
         let remembered = match self.slots[slot] {
             Some((k, c, earliest)) if k == key && c == cost && earliest.is_none_or(|e| e > now) => {

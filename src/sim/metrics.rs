@@ -191,8 +191,11 @@ pub(crate) struct WindowTracker {
     live: VecDeque<Admission>,
     /// Per key: the cost of its admissions in `live`.
     counts: Vec<u64>,
-    /// The key whose count changes are reported (see [`WindowTracker::admit`]).
-    tracked: Option<u32>,
+    /// The key whose count changes are reported (see [`WindowTracker::admit`]): the
+    /// one chosen with [`track`](WindowTracker::track), else the first admitted.
+    pub(crate) tracked: Option<u32>,
+    /// The largest count the tracked key reached.
+    pub(crate) tracked_max: u64,
     pub(crate) max: u64,
     pub(crate) worst_key: Option<u32>,
     pub(crate) excess: u64,
@@ -206,14 +209,15 @@ impl WindowTracker {
             live: VecDeque::new(),
             counts: Vec::new(),
             tracked: None,
+            tracked_max: 0,
             max: 0,
             worst_key: None,
             excess: 0,
         }
     }
 
-    /// Follows `key`'s count from now on: its changes go to the `on_tracked_change` of
-    /// every later call.
+    /// Follows `key`'s count (instead of the first admitted key's): its changes go to
+    /// the `on_tracked_change` of every call.
     pub(crate) fn track(&mut self, key: u32) {
         self.tracked = Some(key);
     }
@@ -241,7 +245,8 @@ impl WindowTracker {
         let count = &mut self.counts[index];
         *count += cost;
         let count = *count;
-        if self.tracked == Some(key) {
+        if *self.tracked.get_or_insert(key) == key {
+            self.tracked_max = self.tracked_max.max(count);
             on_tracked_change(t, count);
         }
         if count > self.limit {
