@@ -1115,9 +1115,16 @@ impl<A: Algorithm> Probes<A> {
     }
 }
 
-/// `earliest_pass` with a caller-owned scratch state: every probe runs on a fresh
-/// copy of `state` made with `clone_from` into `scratch`, so a state that owns heap
-/// memory (the sliding log's entries) reuses the scratch's allocation.
+/// `earliest_pass` with a caller-owned scratch state, so a state that owns heap memory
+/// (the sliding log's entries) reuses the scratch's allocation.
+///
+/// Probes run on a copy of `state`, and a copy that has only been *denied* is reused
+/// for any later instant: a denial changes no later decision (the same property the
+/// remembered probes rest on), and a later instant is not clamped by the copy's
+/// latest-instant guard. So the exact case — denied one nanosecond before the
+/// advertised instant, passing at it — copies the state once, not twice; a copy is
+/// made again only after a probe passed. Debug builds check every reuse against a
+/// fresh copy.
 fn earliest_pass_with<A: Algorithm>(
     algorithm: &A,
     state: &A::State,
@@ -1126,37 +1133,43 @@ fn earliest_pass_with<A: Algorithm>(
     hint: Nanos,
     cost: u64,
 ) -> Option<Nanos> {
+    // The instant of the last probe if the scratch copy holds `state` plus denials only.
+    let mut denied_up_to: Option<u64> = None;
     let mut passes = |t: u64| {
+        let reuse = denied_up_to.is_some_and(|d| d < t);
         let copy = match scratch {
+            Some(copy) if reuse => copy,
             Some(copy) => {
                 copy.clone_from(state);
                 copy
             }
             None => scratch.insert(state.clone()),
         };
-        algorithm.try_acquire(copy, Nanos::new(t), cost)
+        let passed = algorithm.try_acquire(copy, Nanos::new(t), cost);
+        if reuse && cfg!(debug_assertions) {
+            let fresh = algorithm.try_acquire(&mut state.clone(), Nanos::new(t), cost);
+            assert_eq!(
+                passed, fresh,
+                "a denied probe copy decided differently at {t}"
+            );
+        }
+        denied_up_to = (!passed).then_some(t);
+        passed
     };
     let mut fails = now.as_u64(); // known: denied at `now`
     let guess = (now + hint).as_u64();
-    let mut pass = if guess > fails && passes(guess) {
-        if !passes(guess - 1) {
+    // Try the advertised instant, after the instant just before it (in time order, so
+    // one copy serves both when the advertised wait is exact).
+    let mut pass = if guess > fails && (guess - 1 == fails || !passes(guess - 1)) {
+        if passes(guess) {
             return Some(Nanos::new(guess));
         }
-        guess
+        fails = guess;
+        exponential_search(&mut passes, fails, hint)?
+    } else if guess > fails {
+        guess - 1 // passes one nanosecond early: the answer is at or before it
     } else {
-        fails = fails.max(guess);
-        let mut step = hint.as_u64().max(1);
-        loop {
-            let t = fails.saturating_add(step);
-            if passes(t) {
-                break t;
-            }
-            if t == u64::MAX {
-                return None;
-            }
-            fails = t;
-            step = step.saturating_mul(2);
-        }
+        exponential_search(&mut passes, fails, hint)?
     };
     // Invariant: fails at `fails`, passes at `pass`.
     while pass - fails > 1 {
@@ -1168,6 +1181,27 @@ fn earliest_pass_with<A: Algorithm>(
         }
     }
     Some(Nanos::new(pass))
+}
+
+/// The first instant found passing by doubling steps from `fails` (a failing
+/// instant), starting with `hint`; `None` if nothing up to the end of time passes.
+fn exponential_search(
+    passes: &mut impl FnMut(u64) -> bool,
+    mut fails: u64,
+    hint: Nanos,
+) -> Option<u64> {
+    let mut step = hint.as_u64().max(1);
+    loop {
+        let t = fails.saturating_add(step);
+        if passes(t) {
+            return Some(t);
+        }
+        if t == u64::MAX {
+            return None;
+        }
+        fails = t;
+        step = step.saturating_mul(2);
+    }
 }
 
 /// The periodic idle-key sweep, and the memory samples taken at it.
@@ -1239,6 +1273,51 @@ mod tests {
                 "hint {hint} ns"
             );
         }
+    }
+
+    /// The probe reuses a copy across denied probes; against a fresh copy at every
+    /// nanosecond, for every built-in algorithm and hints that are exact, early, late
+    /// or arbitrary, it must find the same earliest instant.
+    #[test]
+    fn the_probe_agrees_with_a_fresh_copy_at_every_nanosecond() {
+        let rule = Rule::new(3, Nanos::new(100)).unwrap();
+        let registry = crate::registry::Registry::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let mut checked = 0;
+        for name in registry.names() {
+            let algo = registry.create(name, rule).unwrap();
+            let mut state = algo.new_state(Nanos::ZERO);
+            let mut now = 0u64;
+            for _ in 0..2_000 {
+                now += rng.random_range(0..40);
+                let cost = rng.random_range(1..=3);
+                let t = Nanos::new(now);
+                if algo.try_acquire(&mut state, t, cost) {
+                    continue;
+                }
+                let truth = (now + 1..now + 10_000)
+                    .find(|&at| algo.try_acquire(&mut state.clone(), Nanos::new(at), cost))
+                    .map(Nanos::new);
+                let exact = algo.retry_after(&state, t, cost).unwrap();
+                let wait = truth.expect("every cost fits").as_u64() - now;
+                for hint in [
+                    exact.as_u64(),
+                    0,
+                    1,
+                    wait - 1,
+                    wait + 5,
+                    rng.random_range(0..300),
+                ] {
+                    let found = earliest_pass(&algo, &state, t, Nanos::new(hint), cost);
+                    assert_eq!(
+                        found, truth,
+                        "{name}: denied at {now}, cost {cost}, hint {hint}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 6_000, "too few denials were probed: {checked}");
     }
 
     #[test]
