@@ -136,6 +136,14 @@ impl<A: Algorithm> Algorithm for Composite<A> {
         all_pass
     }
 
+    /// Every rule would pass: asked of each part, so no part's state is copied.
+    fn would_pass(&self, state: &Self::State, now: Nanos, cost: u64) -> bool {
+        self.parts
+            .iter()
+            .zip(state)
+            .all(|(p, s)| p.would_pass(s, now, cost))
+    }
+
     fn remaining(&self, state: &Self::State, now: Nanos) -> u64 {
         self.parts
             .iter()

@@ -252,6 +252,23 @@ fn a_denial_never_changes_a_later_decision<A: Algorithm>(build: fn(Rule) -> A) {
     });
 }
 
+fn would_pass_answers_as_try_acquire_on_a_copy<A: Algorithm>(build: fn(Rule) -> A) {
+    for_each_step(build, |a, state, now, c, rng, ctx, last| {
+        let window = a.rule().window().as_u64();
+        let later = now + Nanos::new(rng.below(2 * window));
+        let earlier = Nanos::new(rng.below(last.as_u64() + 1));
+        for t in [now, later, earlier] {
+            for cost in [c, 0, 1, a.capacity(), a.capacity() + 1] {
+                assert_eq!(
+                    a.would_pass(state, t, cost),
+                    a.try_acquire(&mut state.clone(), t, cost),
+                    "{ctx}: would_pass at {t:?}, cost {cost}"
+                );
+            }
+        }
+    });
+}
+
 fn a_cost_above_capacity_can_never_pass<A: Algorithm>(build: fn(Rule) -> A) {
     for_each_step(build, |a, state, now, _, _, ctx, _| {
         let too_big = a.capacity() + 1;
@@ -295,6 +312,10 @@ macro_rules! conformance {
             #[test]
             fn a_denial_never_changes_a_later_decision() {
                 super::a_denial_never_changes_a_later_decision($build);
+            }
+            #[test]
+            fn would_pass_answers_as_try_acquire_on_a_copy() {
+                super::would_pass_answers_as_try_acquire_on_a_copy($build);
             }
             #[test]
             fn a_cost_above_capacity_can_never_pass() {

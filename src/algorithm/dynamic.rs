@@ -55,6 +55,8 @@ pub trait DynAlgorithm: Send + Sync {
     fn new_state(&self, now: Nanos) -> Box<dyn ErasedState>;
     /// See [`Algorithm::try_acquire`].
     fn try_acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> bool;
+    /// See [`Algorithm::would_pass`].
+    fn would_pass(&self, state: &dyn ErasedState, now: Nanos, cost: u64) -> bool;
     /// See [`Algorithm::remaining`].
     fn remaining(&self, state: &dyn ErasedState, now: Nanos) -> u64;
     /// See [`Algorithm::retry_after`].
@@ -89,6 +91,9 @@ impl<A: Algorithm> DynAlgorithm for A {
     fn try_acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> bool {
         let state = state.as_any_mut().downcast_mut().expect(FOREIGN_STATE);
         Algorithm::try_acquire(self, state, now, cost)
+    }
+    fn would_pass(&self, state: &dyn ErasedState, now: Nanos, cost: u64) -> bool {
+        Algorithm::would_pass(self, down::<A>(state), now, cost)
     }
     fn remaining(&self, state: &dyn ErasedState, now: Nanos) -> u64 {
         Algorithm::remaining(self, down::<A>(state), now)
@@ -137,6 +142,9 @@ impl Algorithm for BoxedAlgorithm {
     }
     fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool {
         self.0.try_acquire(&mut **state, now, cost)
+    }
+    fn would_pass(&self, state: &Self::State, now: Nanos, cost: u64) -> bool {
+        self.0.would_pass(&**state, now, cost)
     }
     fn remaining(&self, state: &Self::State, now: Nanos) -> u64 {
         self.0.remaining(&**state, now)

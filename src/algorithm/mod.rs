@@ -63,6 +63,14 @@ pub trait Algorithm: Send + Sync + 'static {
     /// A denied request leaves the state's future decisions unchanged.
     fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool;
 
+    /// Whether [`try_acquire`](Algorithm::try_acquire) would pass at `now`, without
+    /// consuming anything: the same answer, on a state left as it is. The default
+    /// asks a copy; an algorithm whose state is costly to copy (the sliding log)
+    /// answers directly. The simulator probes denials with it.
+    fn would_pass(&self, state: &Self::State, now: Nanos, cost: u64) -> bool {
+        self.try_acquire(&mut state.clone(), now, cost)
+    }
+
     /// Permits of cost 1 available at `now`, without consuming any.
     fn remaining(&self, state: &Self::State, now: Nanos) -> u64;
 

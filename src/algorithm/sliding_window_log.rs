@@ -138,6 +138,11 @@ impl Algorithm for SlidingWindowLog {
         true
     }
 
+    /// Counts the live entries instead of copying a log of up to `max_requests`.
+    fn would_pass(&self, state: &LogState, now: Nanos, cost: u64) -> bool {
+        cost <= self.rule.max_requests() - self.live(state, now).1
+    }
+
     fn remaining(&self, state: &LogState, now: Nanos) -> u64 {
         self.rule.max_requests() - self.live(state, now).1
     }

@@ -18,8 +18,8 @@
 //!   Retries due at the same instant as a new arrival go first (they were scheduled
 //!   earlier); retries at the same instant keep FIFO order (an insertion counter, as in
 //!   nexosim's queue). A retry that would fall at or after `duration` is `unfinished`.
-//! - Every denial is judged: a copy of the key's state is asked, at later instants,
-//!   whether the request would pass, to find the exact earliest instant and judge
+//! - Every denial is judged: the key's state is asked, at later instants, whether the
+//!   request would pass (`Algorithm::would_pass`, nothing consumed), to find the exact earliest instant and judge
 //!   `retry_after` against it. This assumes passing is monotone in time when nothing
 //!   else happens, which holds for all six built-in algorithms. The instant found is
 //!   remembered per key until the key's next admission (see `Probes`).
@@ -719,7 +719,7 @@ struct Driver<'a, A: Algorithm> {
     events: u64,
     reported: u64,
     /// Each denial's earliest passing instant, probed or remembered.
-    probes: Probes<A>,
+    probes: Probes,
     /// The silent open-client pass skips every key but this one.
     only_key: Option<u32>,
     /// The first sink error: the run stops deciding and reports it.
@@ -1023,22 +1023,7 @@ fn judge(m: &mut Metrics, now: Nanos, retry_after: Nanos, earliest: Nanos) {
     }
 }
 
-/// The earliest instant after `now` at which a request of `cost` passes on a copy of
-/// `state` (nothing else happening), or `None` if it never does. The request was just
-/// denied at `now`. The advertised wait is tried first, so an exact algorithm costs
-/// two probes; otherwise the instant is found by exponential then binary search.
-#[cfg(test)]
-pub(crate) fn earliest_pass<A: Algorithm>(
-    algorithm: &A,
-    state: &A::State,
-    now: Nanos,
-    hint: Nanos,
-    cost: u64,
-) -> Option<Nanos> {
-    earliest_pass_with(algorithm, state, &mut None, now, hint, cost)
-}
-
-/// Finds each denial's earliest passing instant ([`earliest_pass_with`]) and remembers
+/// Finds each denial's earliest passing instant ([`earliest_pass`]) and remembers
 /// it per key, so a run of denials on one key probes once.
 ///
 /// Exact, not a cache that can go stale: a denial changes no later decision (a
@@ -1048,21 +1033,18 @@ pub(crate) fn earliest_pass<A: Algorithm>(
 /// a key on each of its admissions; an instant at or before `now` is never reused
 /// (an evicted, recreated key). Debug builds — every test — recompute each
 /// remembered answer and compare.
-struct Probes<A: Algorithm> {
+struct Probes {
     /// Direct-mapped by key: `(key, cost, earliest passing instant or None = never)`.
     slots: Vec<Option<(u32, u64, Option<Nanos>)>>,
-    /// A reused copy of a state for probing: no allocation per probe once warm.
-    scratch: Option<A::State>,
 }
 
-impl<A: Algorithm> Probes<A> {
+impl Probes {
     /// Slots in the memo: the hottest keys of a skewed stream get their own.
     const SLOTS: usize = 1024;
 
     fn new() -> Self {
         Probes {
             slots: vec![None; Self::SLOTS],
-            scratch: None,
         }
     }
 
@@ -1080,7 +1062,7 @@ impl<A: Algorithm> Probes<A> {
 
     /// The earliest instant after `now` at which the request of `cost` just denied
     /// for `key` (advertised wait `retry_after`) would pass; `None` if it never does.
-    fn earliest(
+    fn earliest<A: Algorithm>(
         &mut self,
         limiter: &mut RateLimiter<A, u32, FakeClock>,
         key: u32,
@@ -1100,9 +1082,8 @@ impl<A: Algorithm> Probes<A> {
         {
             return earliest;
         }
-        let scratch = &mut self.scratch;
         let earliest = limiter.with_state_mut(&key, |algo, state, _| {
-            earliest_pass_with(algo, state, scratch, now, retry_after, cost)
+            earliest_pass(algo, state, now, retry_after, cost)
         });
         if let Some(r) = remembered {
             assert_eq!(
@@ -1115,51 +1096,23 @@ impl<A: Algorithm> Probes<A> {
     }
 }
 
-/// `earliest_pass` with a caller-owned scratch state, so a state that owns heap memory
-/// (the sliding log's entries) reuses the scratch's allocation.
-///
-/// Probes run on a copy of `state`, and a copy that has only been *denied* is reused
-/// for any later instant: a denial changes no later decision (the same property the
-/// remembered probes rest on), and a later instant is not clamped by the copy's
-/// latest-instant guard. So the exact case — denied one nanosecond before the
-/// advertised instant, passing at it — copies the state once, not twice; a copy is
-/// made again only after a probe passed. Debug builds check every reuse against a
-/// fresh copy.
-fn earliest_pass_with<A: Algorithm>(
+/// The earliest instant after `now` at which a request of `cost` passes on `state`
+/// (nothing else happening), or `None` if it never does. The request was just denied at
+/// `now`. Each probe asks [`Algorithm::would_pass`], which decides as `try_acquire`
+/// would on a copy. The advertised wait is tried first (with the instant just before
+/// it), so an exact algorithm costs two probes; otherwise the instant is found by
+/// exponential then binary search.
+fn earliest_pass<A: Algorithm>(
     algorithm: &A,
     state: &A::State,
-    scratch: &mut Option<A::State>,
     now: Nanos,
     hint: Nanos,
     cost: u64,
 ) -> Option<Nanos> {
-    // The instant of the last probe if the scratch copy holds `state` plus denials only.
-    let mut denied_up_to: Option<u64> = None;
-    let mut passes = |t: u64| {
-        let reuse = denied_up_to.is_some_and(|d| d < t);
-        let copy = match scratch {
-            Some(copy) if reuse => copy,
-            Some(copy) => {
-                copy.clone_from(state);
-                copy
-            }
-            None => scratch.insert(state.clone()),
-        };
-        let passed = algorithm.try_acquire(copy, Nanos::new(t), cost);
-        if reuse && cfg!(debug_assertions) {
-            let fresh = algorithm.try_acquire(&mut state.clone(), Nanos::new(t), cost);
-            assert_eq!(
-                passed, fresh,
-                "a denied probe copy decided differently at {t}"
-            );
-        }
-        denied_up_to = (!passed).then_some(t);
-        passed
-    };
+    let mut passes = |t: u64| algorithm.would_pass(state, Nanos::new(t), cost);
     let mut fails = now.as_u64(); // known: denied at `now`
     let guess = (now + hint).as_u64();
-    // Try the advertised instant, after the instant just before it (in time order, so
-    // one copy serves both when the advertised wait is exact).
+    // Try the advertised instant, and the instant just before it.
     let mut pass = if guess > fails && (guess - 1 == fails || !passes(guess - 1)) {
         if passes(guess) {
             return Some(Nanos::new(guess));
@@ -1275,9 +1228,10 @@ mod tests {
         }
     }
 
-    /// The probe reuses a copy across denied probes; against a fresh copy at every
-    /// nanosecond, for every built-in algorithm and hints that are exact, early, late
-    /// or arbitrary, it must find the same earliest instant.
+    /// The probe asks `would_pass` (the sliding log answers it without a copy); against
+    /// `try_acquire` on a fresh copy at every nanosecond, for every built-in algorithm
+    /// and hints that are exact, early, late or arbitrary, it must find the same
+    /// earliest instant.
     #[test]
     fn the_probe_agrees_with_a_fresh_copy_at_every_nanosecond() {
         let rule = Rule::new(3, Nanos::new(100)).unwrap();
