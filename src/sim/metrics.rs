@@ -303,7 +303,7 @@ impl WindowTracker {
 /// holds until the next bucket is drawn correctly.
 #[derive(Debug)]
 pub(crate) struct SeriesThinner {
-    bucket: u64,
+    bucket: BucketCursor,
     /// Every point, until there are too many; then empty.
     raw: Vec<WindowSample>,
     thinning: bool,
@@ -321,7 +321,7 @@ impl SeriesThinner {
         let buckets = WINDOW_SAMPLES / 4;
         let bucket = duration.as_u64().div_ceil(buckets).max(1);
         SeriesThinner {
-            bucket,
+            bucket: BucketCursor::new(Nanos::new(bucket)),
             raw: Vec::new(),
             thinning: false,
             points: vec![None; duration.as_u64().div_ceil(bucket) as usize],
@@ -359,7 +359,7 @@ impl SeriesThinner {
     fn thin(&mut self, time: Nanos, count: u64) {
         let sample = (self.pushed, WindowSample { time, count });
         self.pushed += 1;
-        let Some(slot) = self.points.get_mut((time.as_u64() / self.bucket) as usize) else {
+        let Some(slot) = self.points.get_mut(self.bucket.index(time)) else {
             return;
         };
         match slot {
