@@ -19,8 +19,8 @@
 //!   earlier); retries at the same instant keep FIFO order (an insertion counter, as in
 //!   nexosim's queue). A retry that would fall at or after `duration` is `unfinished`.
 //! - Every denial is judged: the key's state is asked, at later instants, whether the
-//!   request would pass (`Algorithm::would_pass`, nothing consumed), to find the exact earliest instant and judge
-//!   `retry_after` against it. This assumes passing is monotone in time when nothing
+//!   request would pass (`Algorithm::would_pass`, nothing consumed), to find the exact
+//!   earliest instant and judge `retry_after` against it. This assumes passing is monotone in time when nothing
 //!   else happens, which holds for all six built-in algorithms. The instant found is
 //!   remembered per key until the key's next admission (see `Probes`).
 //! - The engine owns its limiters, so it decides through their lock-free `&mut` path;
