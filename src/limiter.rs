@@ -183,9 +183,9 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
 
     /// A copy of `key`'s current state, or `None` if the key is not held.
     ///
-    /// For simulators and diagnostics: probing the copy (calling the algorithm on it at
-    /// later instants) answers "when would this request really pass?" without touching
-    /// the live state.
+    /// For simulators and diagnostics: asking the copy at later instants (with
+    /// [`Algorithm::would_pass`]) answers "when would this request really pass?" without
+    /// touching the live state.
     pub fn snapshot<Q>(&self, key: &Q) -> Option<A::State>
     where
         K: Borrow<Q>,

@@ -257,8 +257,9 @@ fn would_pass_answers_as_try_acquire_on_a_copy<A: Algorithm>(build: fn(Rule) -> 
         let window = a.rule().window().as_u64();
         let later = now + Nanos::new(rng.below(2 * window));
         let earlier = Nanos::new(rng.below(last.as_u64() + 1));
-        for t in [now, later, earlier] {
-            for cost in [c, 0, 1, a.capacity(), a.capacity() + 1] {
+        let near_the_end = Nanos::new(u64::MAX - rng.below(window));
+        for t in [now, later, earlier, near_the_end] {
+            for cost in [c, 0, 1, a.capacity(), a.capacity() + 1, u64::MAX] {
                 assert_eq!(
                     a.would_pass(state, t, cost),
                     a.try_acquire(&mut state.clone(), t, cost),

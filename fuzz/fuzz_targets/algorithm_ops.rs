@@ -3,7 +3,8 @@
 //! capacity. Must never panic, and must keep these cheap invariants:
 //!
 //! - `remaining ≤ capacity`;
-//! - `try_acquire` passes exactly when `retry_after` said `Some(0)` just before;
+//! - `try_acquire` passes exactly when `retry_after` said `Some(0)` just before, and
+//!   exactly when `would_pass` said so;
 //! - `retry_after = Some(w)`, `w > 0`: the request passes at `now + w` (when that does
 //!   not saturate), if nothing else happens;
 //! - a denial leaves `remaining` and `retry_after` at that instant unchanged;
@@ -157,11 +158,18 @@ fn run<A: Algorithm>(algo: &A, is_log: bool, start: Nanos, ops: &[Op]) {
                     algo.remaining(&state, now),
                     algo.retry_after(&state, now, cost),
                 );
+                let predicted = algo.would_pass(&state, now, cost);
                 let allowed = algo.try_acquire(&mut state, now, cost);
                 assert_eq!(
                     allowed,
                     advised == Some(Nanos::ZERO),
                     "{}: at {now:?} cost {cost}: retry_after said {advised:?}",
+                    algo.name()
+                );
+                assert_eq!(
+                    allowed,
+                    predicted,
+                    "{}: at {now:?} cost {cost}: would_pass said {predicted}",
                     algo.name()
                 );
                 let same = match instant {

@@ -18,7 +18,7 @@ pub struct SlidingWindowLog {
 }
 
 /// Per-key state of the sliding log.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogState {
     /// `(admitted at, cost)`, oldest first, instants strictly increasing.
     entries: VecDeque<(Nanos, u64)>,
@@ -26,29 +26,6 @@ pub struct LogState {
     total: u64,
     /// The latest instant seen: a backwards clock is treated as this.
     last: Nanos,
-}
-
-/// Written out so that `clone_from` reuses the target's buffer: the simulator probes a
-/// copy of the state at every denial.
-impl Clone for LogState {
-    fn clone(&self) -> Self {
-        LogState {
-            entries: self.entries.clone(),
-            total: self.total,
-            last: self.last,
-        }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        // Slice by slice: extending from `&[Copy]` is a memcpy, where
-        // `VecDeque::clone_from` copies element by element.
-        self.entries.clear();
-        let (front, back) = source.entries.as_slices();
-        self.entries.extend(front);
-        self.entries.extend(back);
-        self.total = source.total;
-        self.last = source.last;
-    }
 }
 
 impl LogState {

@@ -20,9 +20,10 @@
 //!   nexosim's queue). A retry that would fall at or after `duration` is `unfinished`.
 //! - Every denial is judged: the key's state is asked, at later instants, whether the
 //!   request would pass (`Algorithm::would_pass`, nothing consumed), to find the exact
-//!   earliest instant and judge `retry_after` against it. This assumes passing is monotone in time when nothing
-//!   else happens, which holds for all six built-in algorithms. The instant found is
-//!   remembered per key until the key's next admission (see `Probes`).
+//!   earliest instant and judge `retry_after` against it. This assumes passing is
+//!   monotone in time when nothing else happens, which holds for all six built-in
+//!   algorithms. The instant found is remembered per key until the key's next
+//!   admission (see `Probes`).
 //! - The engine owns its limiters, so it decides through their lock-free `&mut` path;
 //!   the trailing-window counts are updated after each chunk, in order.
 //! - A janitor sweep (every `max(W, duration / 1000)`) evicts idle keys, as a real
@@ -1110,19 +1111,19 @@ fn earliest_pass<A: Algorithm>(
     cost: u64,
 ) -> Option<Nanos> {
     let mut passes = |t: u64| algorithm.would_pass(state, Nanos::new(t), cost);
-    let mut fails = now.as_u64(); // known: denied at `now`
+    let denied = now.as_u64(); // known: denied at `now`
     let guess = (now + hint).as_u64();
     // Try the advertised instant, and the instant just before it.
-    let mut pass = if guess > fails && (guess - 1 == fails || !passes(guess - 1)) {
+    let (mut fails, mut pass) = if guess > denied && (guess - 1 == denied || !passes(guess - 1)) {
         if passes(guess) {
             return Some(Nanos::new(guess));
         }
-        fails = guess;
-        exponential_search(&mut passes, fails, hint)?
-    } else if guess > fails {
-        guess - 1 // passes one nanosecond early: the answer is at or before it
+        exponential_search(&mut passes, guess, hint)?
+    } else if guess > denied {
+        // Passes one nanosecond early: the answer is at or before that.
+        (denied, guess - 1)
     } else {
-        exponential_search(&mut passes, fails, hint)?
+        exponential_search(&mut passes, denied, hint)?
     };
     // Invariant: fails at `fails`, passes at `pass`.
     while pass - fails > 1 {
@@ -1136,18 +1137,19 @@ fn earliest_pass<A: Algorithm>(
     Some(Nanos::new(pass))
 }
 
-/// The first instant found passing by doubling steps from `fails` (a failing
-/// instant), starting with `hint`; `None` if nothing up to the end of time passes.
+/// Steps from `fails` (a failing instant) by doubling steps, starting with `hint`,
+/// until an instant passes: `(the last failing instant, the first passing one)`, or
+/// `None` if nothing up to the end of time passes.
 fn exponential_search(
     passes: &mut impl FnMut(u64) -> bool,
     mut fails: u64,
     hint: Nanos,
-) -> Option<u64> {
+) -> Option<(u64, u64)> {
     let mut step = hint.as_u64().max(1);
     loop {
         let t = fails.saturating_add(step);
         if passes(t) {
-            return Some(t);
+            return Some((fails, t));
         }
         if t == u64::MAX {
             return None;
@@ -1272,6 +1274,49 @@ mod tests {
             }
         }
         assert!(checked > 6_000, "too few denials were probed: {checked}");
+    }
+
+    /// Near the end of time the search saturates: it must still find an instant that
+    /// is `u64::MAX` itself, and answer `None` when nothing up to it passes (also for a
+    /// cost above the capacity), whatever the hint. Checked against every instant.
+    #[test]
+    fn the_probe_is_exact_up_to_the_end_of_time() {
+        let registry = crate::registry::Registry::default();
+        let end = u64::MAX;
+        let mut at_the_end = 0;
+        for window in [5, 1_000_000_000] {
+            let rule = Rule::new(2, Nanos::new(window)).unwrap();
+            for name in registry.names() {
+                let algo = registry.create(name, rule).unwrap();
+                for start in end - 12..end - 1 {
+                    let mut state = algo.new_state(Nanos::new(start));
+                    assert!(algo.try_acquire(&mut state, Nanos::new(start), 2));
+                    for now in start..end {
+                        for cost in [1, 2, 3] {
+                            let t = Nanos::new(now);
+                            if algo.would_pass(&state, t, cost) {
+                                continue;
+                            }
+                            let truth = (now + 1..=end)
+                                .find(|&at| {
+                                    algo.try_acquire(&mut state.clone(), Nanos::new(at), cost)
+                                })
+                                .map(Nanos::new);
+                            at_the_end += usize::from(truth == Some(Nanos::MAX));
+                            for hint in [0, 1, 2, 7, end - 1, end] {
+                                assert_eq!(
+                                    earliest_pass(&algo, &state, t, Nanos::new(hint), cost),
+                                    truth,
+                                    "{name} W={window}: admitted at {start}, denied at {now}, \
+                                     cost {cost}, hint {hint}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(at_the_end > 0, "no case passes exactly at u64::MAX");
     }
 
     #[test]
