@@ -315,20 +315,23 @@ fn the_burst_scenario_shows_the_fixed_window_at_twice_the_limit() {
 #[test]
 fn run_honours_algos_seed_out_and_format_csv() {
     let t = TestDir::new();
-    let stdout = t.ok(&[
-        "run",
-        "scenarios/poisson.toml",
-        "--algos",
-        "gcra,fixed_window",
-        "--seed",
-        "99",
-        "--out",
-        "mine",
-        "--format",
-        "csv",
-        "--quiet",
-        "--no-charts",
-    ]);
+    let run = |out: &str| {
+        t.ok(&[
+            "run",
+            "scenarios/poisson.toml",
+            "--algos",
+            "gcra,fixed_window",
+            "--seed",
+            "99",
+            "--out",
+            out,
+            "--format",
+            "csv",
+            "--quiet",
+            "--no-charts",
+        ])
+    };
+    let stdout = run("mine");
     let mut reader = csv::Reader::from_reader(stdout.as_bytes());
     let names: Vec<String> = reader
         .records()
@@ -336,20 +339,7 @@ fn run_honours_algos_seed_out_and_format_csv() {
         .collect();
     assert_eq!(names, ["gcra", "fixed_window"]);
     assert!(t.path().join("mine/summary.csv").exists());
-    let again = t.ok(&[
-        "run",
-        "scenarios/poisson.toml",
-        "--algos",
-        "gcra,fixed_window",
-        "--seed",
-        "99",
-        "--out",
-        "again",
-        "--format",
-        "csv",
-        "--quiet",
-        "--no-charts",
-    ]);
+    let again = run("again");
     assert_eq!(stdout, again, "same seed, same numbers");
     assert_eq!(
         fs::read(t.path().join("mine/decisions.csv")).unwrap(),
