@@ -307,6 +307,49 @@ fn a_smaller_admission_between_two_denials_moves_the_judged_instant() {
     }
 }
 
+/// Under a window of 584 years (`u64::MAX` ns) a denied request that fits may have to
+/// wait past the end of the clock's range. That is not "never fits" (its cost is
+/// within the capacity): it is judged, and an advice pointing past the end is exact
+/// when nothing passes before it. Only a cost above the capacity is `never_fits`.
+#[test]
+fn a_wait_past_the_end_of_time_is_judged_and_only_oversized_costs_never_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    // 2 per u64::MAX ns: cost 1 at 0, 1 and 2 s (the third is denied), then a
+    // cost of 3 at 3 s, above every algorithm's capacity.
+    let rows = [(0, 0, 1), (s, 0, 1), (2 * s, 0, 1), (3 * s, 0, 3)];
+    let sc = trace_scenario(dir.path(), &rows, 2, u64::MAX, "");
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert_eq!((m.denied, m.never_fits), (2, 1), "{}: {m:?}", a.name);
+        assert_eq!(
+            m.retry_after_exact, 1,
+            "{}: the denial that fits is judged exact: {m:?}",
+            a.name
+        );
+        // Whole seconds round up: exact at the end of time, else late by a fraction.
+        assert_eq!(
+            m.retry_after_secs_exact + m.retry_after_secs_too_late,
+            1,
+            "{}: {m:?}",
+            a.name
+        );
+    }
+    // The sliding window counter's next chance is two windows away, past the end.
+    let counter = report
+        .algorithms
+        .iter()
+        .find(|a| a.name == "sliding_window_counter")
+        .unwrap();
+    assert_eq!(
+        counter.metrics.retry_after_secs_exact, 1,
+        "{:?}",
+        counter.metrics
+    );
+    {}
+}
+
 /// Past 20,000 points the window-count series is thinned; it must still show one
 /// point per instant, the count after everything at that instant. (Found in review:
 /// key `a` admitted twice at one instant with `b` between them expired in two steps,

@@ -839,10 +839,13 @@ impl<A: Algorithm> Driver<'_, A> {
         }
 
         let limiter = &mut self.limiter;
-        let (allowed, remaining, retry_after) =
+        // `fits`: the cost is within the capacity. Only a request that does not fit
+        // can never pass; one that fits may still be told `Nanos::MAX` (a wait past
+        // the end of the clock's range, e.g. under a window of centuries).
+        let (allowed, remaining, retry_after, fits) =
             match limiter.try_acquire_n_mut(&event.key, event.cost) {
-                Ok(d) => (d.allowed, d.remaining, d.retry_after),
-                Err(_) => (false, limiter.peek(&event.key).remaining, Nanos::MAX),
+                Ok(d) => (d.allowed, d.remaining, d.retry_after, true),
+                Err(_) => (false, limiter.peek(&event.key).remaining, Nanos::MAX, false),
             };
         let m = &mut self.m;
         m.attempts += 1;
@@ -864,14 +867,13 @@ impl<A: Algorithm> Driver<'_, A> {
             if event.attempt > 0 {
                 self.wasted += 1;
             }
-            if retry_after == Nanos::MAX {
+            if !fits {
                 m.never_fits += 1;
             } else {
-                if !self.silent
-                    && let Some(earliest) =
+                if !self.silent {
+                    let earliest =
                         self.probes
-                            .earliest(limiter, event.key, event.cost, now, retry_after)
-                {
+                            .earliest(limiter, event.key, event.cost, now, retry_after);
                     judge(m, now, retry_after, earliest);
                 }
                 if self.retry {
@@ -1007,17 +1009,22 @@ impl<A: Algorithm> Driver<'_, A> {
 }
 /// Counts `retry_after` (and its whole-second header form) against the exact
 /// earliest instant the denied request would pass.
-fn judge(m: &mut Metrics, now: Nanos, retry_after: Nanos, earliest: Nanos) {
+fn judge(m: &mut Metrics, now: Nanos, retry_after: Nanos, earliest: Option<Nanos>) {
+    // Instants past the clock's last one (`u64::MAX` ns) are all "the end": an advice
+    // that points there is exact when nothing passes before it (`earliest` is `None`),
+    // too early when the wait it gives ends inside the range and nothing passes there.
+    let end = 1u128 << 64;
+    let earliest = earliest.map_or(end, |e| u128::from(e.as_u64()));
     let now = u128::from(now.as_u64());
-    let earliest = u128::from(earliest.as_u64());
-    match Honesty::judge(now + u128::from(retry_after.as_u64()), earliest) {
+    match Honesty::judge((now + u128::from(retry_after.as_u64())).min(end), earliest) {
         Honesty::Exact => m.retry_after_exact += 1,
         Honesty::TooEarly => m.retry_after_too_early += 1,
         Honesty::TooLate => m.retry_after_too_late += 1,
     }
     // HTTP's Retry-After: whole seconds, rounded up, and never 0 on a denial.
     let secs = retry_after.as_u64().div_ceil(NANOS_PER_SEC).max(1);
-    match Honesty::judge(now + u128::from(secs) * u128::from(NANOS_PER_SEC), earliest) {
+    let advised = now + u128::from(secs) * u128::from(NANOS_PER_SEC);
+    match Honesty::judge(advised.min(end), earliest) {
         Honesty::Exact => m.retry_after_secs_exact += 1,
         Honesty::TooEarly => m.retry_after_secs_too_early += 1,
         Honesty::TooLate => m.retry_after_secs_too_late += 1,
@@ -1317,6 +1324,40 @@ mod tests {
             }
         }
         assert!(at_the_end > 0, "no case passes exactly at u64::MAX");
+    }
+
+    /// Judging at the end of the clock's range: `None` (passes at no instant) matches
+    /// only an advice that points past the last instant.
+    #[test]
+    fn advice_past_the_end_of_time_is_exact_only_when_nothing_passes_before() {
+        let cases = [
+            // (now, retry_after, earliest) → (exact, too early, too late)
+            (5, 10, None, (0, 1, 0)),
+            (5, u64::MAX, None, (1, 0, 0)),
+            (u64::MAX - 3, 4, None, (1, 0, 0)),
+            (u64::MAX - 3, 3, None, (0, 1, 0)),
+            (0, u64::MAX, Some(u64::MAX), (1, 0, 0)),
+            (5, u64::MAX, Some(100), (0, 0, 1)),
+            (5, 95, Some(100), (1, 0, 0)),
+        ];
+        for (now, wait, earliest, expected) in cases {
+            let mut m = Metrics::default();
+            judge(
+                &mut m,
+                Nanos::new(now),
+                Nanos::new(wait),
+                earliest.map(Nanos::new),
+            );
+            let got = (
+                m.retry_after_exact,
+                m.retry_after_too_early,
+                m.retry_after_too_late,
+            );
+            assert_eq!(
+                got, expected,
+                "now {now}, wait {wait}, earliest {earliest:?}"
+            );
+        }
     }
 
     #[test]
