@@ -38,30 +38,48 @@ pub struct Calibration {
 
 /// A rule for `algorithm` whose worst case in any window of the same length is at most
 /// `rule.max_requests()`, keeping as much throughput as the algorithm allows; `None` if
-/// no such rule exists (a fixed window of 1: two requests straddling a boundary always
-/// pass).
+/// no such rule exists (a fixed window of 1 over a window of 2 ns or more: two requests
+/// straddling a boundary always pass).
 ///
-/// - buckets and GCRA: `B + N' − 1 ≤ N` with `B = ⌈N/2⌉`, `N' = N − B + 1`;
+/// The largest `N'` whose [`analytic_bound`] is at most `N`, by binary search (every
+/// bound grows with `N'`), with the burst `B = ⌈N/2⌉` for the buckets and GCRA (room
+/// for a burst and a steady rate) and `B = N'` for the others. For windows of at least
+/// `2N` ns this is:
+/// - buckets and GCRA: `B + N' − 1 ≤ N`, `N' = N − B + 1`;
 /// - sliding window counter: `2N' − 1 ≤ N`, `N' = ⌊(N + 1)/2⌋`;
 /// - fixed window: `2N' ≤ N`, `N' = ⌊N/2⌋`;
-/// - sliding log: already exact.
+/// - sliding log: `N`, already exact.
 pub fn strict_rule(algorithm: &str, rule: &Rule) -> Option<Rule> {
     let n = rule.max_requests();
-    let w = rule.window();
-    let with = |max: u64, burst: u64| Rule::new(max, w).and_then(|r| r.with_burst(burst)).ok();
-    match algorithm {
-        "sliding_window_log" => with(n, n),
-        "fixed_window" => with(n / 2, n / 2),
-        "sliding_window_counter" => {
-            let m = n / 2 + n % 2;
-            with(m, m)
-        }
-        "token_bucket" | "leaky_bucket" | "gcra" => {
-            let burst = n.div_ceil(2);
-            with(n - burst + 1, burst)
-        }
-        _ => None,
+    let bucket_burst = match algorithm {
+        "token_bucket" | "leaky_bucket" | "gcra" => Some(n.div_ceil(2)),
+        "sliding_window_log" | "fixed_window" | "sliding_window_counter" => None,
+        _ => return None,
+    };
+    let with = |max: u64| {
+        Rule::new(max, rule.window())
+            .and_then(|r| r.with_burst(bucket_burst.unwrap_or(max)))
+            .ok()
+    };
+    let strict = |max: u64| {
+        with(max)
+            .and_then(|r| analytic_bound(algorithm, &r))
+            .is_some_and(|bound| bound <= n)
+    };
+    if !strict(1) {
+        return None;
     }
+    // Invariant: `lo` is strict; nothing above `hi` is.
+    let (mut lo, mut hi) = (1, n);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if strict(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    with(lo)
 }
 
 /// Calibrates `algorithm` for the nominal `rule`.
