@@ -71,7 +71,7 @@ pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, write_csv_rows,
     write_csv_rows_to, write_json, write_summary,
 };
-pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir};
+pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, summary_rows, write_run};
 pub use summary::SummaryRow;

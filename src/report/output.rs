@@ -9,6 +9,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use thiserror::Error;
@@ -137,8 +138,27 @@ pub fn temp_path_for(final_path: &Path) -> Result<PathBuf, OutputError> {
     Ok(final_path.with_file_name(temp))
 }
 
+/// Every temporary path not yet persisted or removed, for [`remove_temporary_files`].
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // A panic elsewhere while holding it leaves a plain list: still usable.
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Removes every temporary file this process is still writing, and returns how many
+/// existed. For a signal handler that is about to exit the process: no destructor
+/// runs then, so without it an interrupted run would leave its hidden part files
+/// (hundreds of megabytes for a long `decisions.csv`) in the output directory.
+pub fn remove_temporary_files() -> usize {
+    let paths = std::mem::take(&mut *live());
+    paths.iter().filter(|p| fs::remove_file(p).is_ok()).count()
+}
+
 /// A temporary path that becomes `final_path` on [`TempPath::persist`] and is removed
-/// if dropped first. Use it when another library (plotters) writes the file itself.
+/// if dropped first (or by [`remove_temporary_files`]). Use it when another library
+/// (plotters) writes the file itself.
 #[derive(Debug)]
 pub struct TempPath {
     temp: PathBuf,
@@ -149,11 +169,18 @@ pub struct TempPath {
 impl TempPath {
     /// Reserves a temporary name next to `final_path`; creates nothing yet.
     pub fn new(final_path: &Path) -> Result<TempPath, OutputError> {
+        let temp = temp_path_for(final_path)?;
+        live().push(temp.clone());
         Ok(TempPath {
-            temp: temp_path_for(final_path)?,
+            temp,
             target: final_path.to_path_buf(),
             persisted: false,
         })
+    }
+
+    /// This path is no longer ours to clean up.
+    fn forget(&self) {
+        live().retain(|p| p != &self.temp);
     }
 
     /// Where to write the content now.
@@ -173,6 +200,7 @@ impl TempPath {
             source,
         })?;
         self.persisted = true;
+        self.forget();
         Ok(self.target.clone())
     }
 }
@@ -182,6 +210,7 @@ impl Drop for TempPath {
         if !self.persisted {
             // Best effort: the file may never have been created.
             let _ = fs::remove_file(&self.temp);
+            self.forget();
         }
     }
 }
