@@ -1,7 +1,7 @@
 //! The terminal summary table: content, highlighting and determinism.
 
 use ratesim::report::summary::SummaryRow;
-use ratesim::report::table::{TableOptions, render_summary_table};
+use ratesim::report::table::{TableOptions, render_rows, render_summary_table};
 
 const ALGORITHMS: [&str; 6] = [
     "token_bucket",
@@ -142,4 +142,138 @@ fn algorithm_names_never_wrap_in_a_terminal_wide_enough_for_the_table() {
     };
     let table = render_summary_table(&all, options);
     assert!(table.contains("sliding_window_counter"), "{table}");
+}
+
+/// The rows `ratesim run scenarios/poisson.toml` prints (five-digit counts).
+fn poisson_rows() -> Vec<SummaryRow> {
+    let data = [
+        ("token_bucket", 60637, 11035, 19, 31125, 14116, 3977),
+        ("leaky_bucket", 60637, 11035, 19, 31125, 14116, 3977),
+        ("fixed_window", 56604, 15068, 20, 22693, 13765, 7659),
+        ("sliding_window_log", 50498, 21174, 10, 0, 0, 0),
+        ("sliding_window_counter", 49618, 22054, 14, 3751, 8609, 9489),
+        ("gcra", 60637, 11035, 19, 31125, 14116, 3977),
+    ];
+    data.iter()
+        .map(|&(name, allowed, denied, max, excess, fa, fd)| {
+            let mut row = SummaryRow::new(name, allowed, denied, max, 10);
+            row.excess = excess;
+            row.false_allow = Some(fa);
+            row.false_deny = Some(fd);
+            row.retry_exact = Some(denied);
+            row.retry_early = Some(0);
+            row.retry_late = Some(0);
+            row
+        })
+        .collect()
+}
+
+fn at_width(width: u16) -> TableOptions {
+    TableOptions {
+        color: false,
+        width: Some(width),
+    }
+}
+
+/// The text of every line between the table's vertical bars, cell by cell.
+fn cells_of(table: &str) -> Vec<String> {
+    table
+        .lines()
+        .flat_map(|line| {
+            line.split(['│', '┆'])
+                .map(|c| c.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// Fails unless every `whole` text is one cell line of `table` and every header word
+/// appears whole in some header cell line.
+fn assert_nothing_split(table: &str, whole: &[String], header_words: &[&str]) {
+    let cells = cells_of(table);
+    for text in whole {
+        assert!(
+            cells.iter().any(|c| c == text),
+            "`{text}` is split or missing in\n{table}"
+        );
+    }
+    for word in header_words {
+        assert!(
+            cells
+                .iter()
+                .any(|c| c.split_whitespace().any(|w| w == *word)),
+            "header word `{word}` is broken in\n{table}"
+        );
+    }
+}
+
+#[test]
+fn numbers_and_groups_are_never_split_at_any_terminal_width() {
+    let rows = poisson_rows();
+    let mut whole = Vec::new();
+    for r in &rows {
+        whole.push(r.algorithm.clone());
+        whole.push(r.allowed.to_string());
+        whole.push(r.denied.to_string());
+        whole.push(format!("{} / {}", r.max_in_window, r.limit));
+        whole.push(format!(
+            "{}/{}",
+            r.false_allow.unwrap(),
+            r.false_deny.unwrap()
+        ));
+    }
+    whole.push("84.6%".to_string());
+    whole.push("1.90×".to_string());
+    for width in [40, 60, 80, 100, 120, 160] {
+        let table = render_summary_table(&rows, at_width(width));
+        assert_nothing_split(
+            &table,
+            &whole,
+            &[
+                "allowed",
+                "denied",
+                "window",
+                "admission",
+                "excess",
+                "sliding",
+            ],
+        );
+    }
+}
+
+#[test]
+fn caller_formatted_rows_keep_their_cells_whole_at_any_terminal_width() {
+    let headers = [
+        "algorithm",
+        "nominal: worst case",
+        "Poisson 1×",
+        "Poisson 2×",
+        "strict setting",
+        "strict: worst case",
+    ];
+    let rows: Vec<Vec<String>> = ["token_bucket", "sliding_window_counter"]
+        .iter()
+        .map(|name| {
+            [
+                *name,
+                "199 (analytic 199)",
+                "134",
+                "183",
+                "51/60s (burst 50)",
+                "100",
+            ]
+            .map(String::from)
+            .to_vec()
+        })
+        .collect();
+    let whole: Vec<String> = rows.iter().flatten().cloned().collect();
+    for width in [40, 60, 80, 100, 120] {
+        let table = render_rows(&headers, &rows, at_width(width));
+        assert_nothing_split(
+            &table,
+            &whole,
+            &["nominal:", "Poisson", "setting", "strict:"],
+        );
+    }
 }

@@ -108,40 +108,126 @@ fn triple(a: Option<u64>, b: Option<u64>, c: Option<u64>) -> String {
     }
 }
 
+/// One cell before layout: its text, and whether it is highlighted (bold red).
+struct Entry {
+    text: String,
+    alert: bool,
+}
+
+impl Entry {
+    fn plain(text: impl Into<String>) -> Entry {
+        Entry {
+            text: text.into(),
+            alert: false,
+        }
+    }
+}
+
+/// A table before layout: headers and rows of cells, the first column the row labels.
+struct Grid {
+    headers: Vec<String>,
+    rows: Vec<Vec<Entry>>,
+}
+
+/// Display width of `text`, one column per `char` (our cells are ASCII plus `×`, `–`,
+/// `÷` and `%`, all one column wide).
+fn text_width(text: &str) -> usize {
+    text.chars().count()
+}
+
+impl Grid {
+    /// The narrowest each column may get: headers break only at spaces (so the longest
+    /// word), cells never break (so the longest cell). A number or an `a/b/c` group is
+    /// never split across lines, whatever the terminal width.
+    fn min_widths(&self) -> Vec<usize> {
+        (0..self.headers.len())
+            .map(|c| {
+                let header = self.headers[c]
+                    .split_whitespace()
+                    .map(text_width)
+                    .max()
+                    .unwrap_or(0);
+                let cells = self
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .flat_map(|e| e.text.lines())
+                    .map(text_width)
+                    .max()
+                    .unwrap_or(0);
+                header.max(cells)
+            })
+            .collect()
+    }
+
+    fn render(&self, options: TableOptions) -> String {
+        let min = self.min_widths();
+        let mut table = new_table(options);
+        table.set_header(
+            self.headers
+                .iter()
+                .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
+        );
+        for row in &self.rows {
+            table.add_row(
+                row.iter()
+                    .map(|e| entry_cell(e, options))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        for (index, &width) in min.iter().enumerate() {
+            if let Some(column) = table.column_mut(index) {
+                // The constraint counts the cell padding (one space each side) too.
+                let width = u16::try_from(width + 2).unwrap_or(u16::MAX);
+                column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(width)));
+                if index > 0 {
+                    column.set_cell_alignment(CellAlignment::Right);
+                }
+            }
+        }
+        table.to_string()
+    }
+}
+
+/// A cell, bold red when it is an alert and colour is on.
+fn entry_cell(entry: &Entry, options: TableOptions) -> Cell {
+    let cell = Cell::new(&entry.text);
+    if options.color && entry.alert {
+        cell.fg(Color::Red).add_attribute(Attribute::Bold)
+    } else {
+        cell
+    }
+}
+
 /// Renders the summary table as a string (no trailing newline).
 ///
 /// Over-admission above 1.0 is bold red when `options.color` is set; without colour
 /// the output contains no escape codes at all.
 pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> String {
-    let mut table = new_table(options);
-    table.set_header(
-        HEADERS
+    let grid = Grid {
+        headers: HEADERS.iter().map(|h| h.to_string()).collect(),
+        rows: rows
             .iter()
-            .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
-    );
-    for row in rows {
-        let over = ratio_cell(row.over_admission, options);
-        table.add_row(vec![
-            Cell::new(&row.algorithm),
-            Cell::new(row.allowed),
-            Cell::new(row.denied),
-            Cell::new(percent(row.allow_rate)),
-            Cell::new(format!("{} / {}", row.max_in_window, row.limit)),
-            over,
-            Cell::new(row.excess),
-            Cell::new(if row.false_allow.is_none() && row.false_deny.is_none() {
-                "–".to_string()
-            } else {
-                format!("{}/{}", opt(row.false_allow), opt(row.false_deny))
-            }),
-            Cell::new(triple(row.retry_exact, row.retry_early, row.retry_late)),
-        ]);
-    }
-    finish_table(
-        table,
-        rows.iter().map(|r| r.algorithm.as_str()),
-        HEADERS.len(),
-    )
+            .map(|row| {
+                vec![
+                    Entry::plain(&row.algorithm),
+                    Entry::plain(row.allowed.to_string()),
+                    Entry::plain(row.denied.to_string()),
+                    Entry::plain(percent(row.allow_rate)),
+                    Entry::plain(format!("{} / {}", row.max_in_window, row.limit)),
+                    ratio_entry(row.over_admission),
+                    Entry::plain(row.excess.to_string()),
+                    Entry::plain(if row.false_allow.is_none() && row.false_deny.is_none() {
+                        "–".to_string()
+                    } else {
+                        format!("{}/{}", opt(row.false_allow), opt(row.false_deny))
+                    }),
+                    Entry::plain(triple(row.retry_exact, row.retry_early, row.retry_late)),
+                ]
+            })
+            .collect(),
+    };
+    grid.render(options)
 }
 
 /// Renders a matrix of over-admission ratios: one row per algorithm, one column per
@@ -153,38 +239,34 @@ pub fn render_ratio_matrix(
     rows: &[(String, Vec<f64>)],
     options: TableOptions,
 ) -> String {
-    let mut table = new_table(options);
-    let header = std::iter::once(corner).chain(columns.iter().map(String::as_str));
-    table.set_header(header.map(|h| Cell::new(h).add_attribute(Attribute::Bold)));
-    for (label, ratios) in rows {
-        let cells =
-            std::iter::once(Cell::new(label)).chain(ratios.iter().map(|&r| ratio_cell(r, options)));
-        table.add_row(cells.collect::<Vec<_>>());
-    }
-    finish_table(
-        table,
-        rows.iter().map(|(l, _)| l.as_str()),
-        columns.len() + 1,
-    )
+    let grid = Grid {
+        headers: std::iter::once(corner.to_string())
+            .chain(columns.iter().cloned())
+            .collect(),
+        rows: rows
+            .iter()
+            .map(|(label, ratios)| {
+                std::iter::once(Entry::plain(label))
+                    .chain(ratios.iter().map(|&r| ratio_entry(r)))
+                    .collect()
+            })
+            .collect(),
+    };
+    grid.render(options)
 }
 
 /// Renders plain text rows under `headers` (first column left-aligned, the rest right):
 /// for tables whose cells the caller has already formatted (`worst-case`, `calibrate`).
+/// Cells are never wrapped; headers wrap at spaces only.
 pub fn render_rows(headers: &[&str], rows: &[Vec<String>], options: TableOptions) -> String {
-    let mut table = new_table(options);
-    table.set_header(
-        headers
+    let grid = Grid {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows: rows
             .iter()
-            .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
-    );
-    for row in rows {
-        table.add_row(row.iter().map(Cell::new).collect::<Vec<_>>());
-    }
-    finish_table(
-        table,
-        rows.iter().filter_map(|r| r.first().map(String::as_str)),
-        headers.len(),
-    )
+            .map(|row| row.iter().map(Entry::plain).collect())
+            .collect(),
+    };
+    grid.render(options)
 }
 
 /// A table styled and sized per `options`, with no rows yet.
@@ -213,39 +295,12 @@ fn new_table(options: TableOptions) -> Table {
     table
 }
 
-/// An over-admission ratio (`1.60×`), bold red above 1.0 when colour is on.
-fn ratio_cell(ratio: f64, options: TableOptions) -> Cell {
-    let cell = Cell::new(times(ratio));
-    if options.color && ratio > 1.0 {
-        cell.fg(Color::Red).add_attribute(Attribute::Bold)
-    } else {
-        cell
+/// An over-admission ratio (`1.60×`), an alert above 1.0.
+fn ratio_entry(ratio: f64) -> Entry {
+    Entry {
+        text: times(ratio),
+        alert: ratio > 1.0,
     }
-}
-
-/// Keeps the first column (names) from wrapping, right-aligns the rest, renders.
-fn finish_table<'a>(
-    mut table: Table,
-    labels: impl Iterator<Item = &'a str>,
-    columns: usize,
-) -> String {
-    // Names never wrap: they are what the reader scans for.
-    let longest = labels
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(HEADERS[0].len());
-    if let Some(column) = table.column_mut(0) {
-        // The constraint counts the cell padding (one space each side) too.
-        let width = u16::try_from(longest + 2).unwrap_or(u16::MAX).min(42);
-        column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(width)));
-    }
-    for index in 1..columns {
-        if let Some(column) = table.column_mut(index) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    table.to_string()
 }
 
 #[cfg(test)]
