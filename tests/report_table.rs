@@ -114,16 +114,10 @@ fn degenerate_rows_render_without_panicking() {
 #[ignore = "prints the table for a human to look at"]
 fn show_table() {
     println!("{}", render_summary_table(&rows(), TableOptions::plain()));
-    println!(
-        "{}",
-        render_summary_table(
-            &rows(),
-            TableOptions {
-                color: false,
-                width: Some(80)
-            }
-        )
-    );
+    for width in [80, 100, 120] {
+        println!("{width} columns:");
+        println!("{}", render_summary_table(&poisson_rows(), at_width(width)));
+    }
 }
 
 #[test]
@@ -276,4 +270,47 @@ fn caller_formatted_rows_keep_their_cells_whole_at_any_terminal_width() {
             &["nominal:", "Poisson", "setting", "strict:"],
         );
     }
+}
+
+fn widest_line(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+#[test]
+fn a_table_wider_than_the_terminal_is_split_into_tables_that_fit() {
+    let rows = poisson_rows();
+    for width in [60, 80, 100] {
+        let table = render_summary_table(&rows, at_width(width));
+        assert!(
+            widest_line(&table) <= usize::from(width),
+            "wider than {width}:\n{table}"
+        );
+        // Every part repeats the algorithm names, so each row can still be read.
+        let parts = table.matches("algorithm").count();
+        assert!(parts >= 2, "{width} columns need two parts:\n{table}");
+        assert_eq!(table.matches("sliding_window_counter").count(), parts);
+    }
+    let calibrate = render_rows(
+        &["algorithm", "nominal: worst case", "strict setting"],
+        &[vec![
+            "sliding_window_counter".to_string(),
+            "199 (analytic 199)".to_string(),
+            "51/60s (burst 50)".to_string(),
+        ]],
+        at_width(60),
+    );
+    assert!(widest_line(&calibrate) <= 60, "{calibrate}");
+}
+
+#[test]
+fn a_table_that_fits_stays_one_table() {
+    let rows = poisson_rows();
+    let table = render_summary_table(&rows, at_width(200));
+    assert_eq!(table.matches("algorithm").count(), 1, "{table}");
+    assert_eq!(
+        render_summary_table(&rows, TableOptions::plain())
+            .matches("algorithm")
+            .count(),
+        1
+    );
 }

@@ -25,8 +25,10 @@ pub const MIN_TERMINAL_WIDTH: u16 = 40;
 pub struct TableOptions {
     /// Emit ANSI colour (over-admission in bold red). Default: off.
     pub color: bool,
-    /// Wrap to this many columns (below [`MIN_TERMINAL_WIDTH`], [`FALLBACK_WIDTH`]);
-    /// `None` (the default) never wraps.
+    /// Fit to this many columns (below [`MIN_TERMINAL_WIDTH`], [`FALLBACK_WIDTH`]):
+    /// headers wrap at spaces, cells never wrap, and a table that still does not fit
+    /// is split into several, each repeating the first column. `None` (the default)
+    /// never wraps or splits.
     pub width: Option<u16>,
 }
 
@@ -160,25 +162,43 @@ impl Grid {
             .collect()
     }
 
+    /// Renders the table; when it cannot fit `options.width` even with every header
+    /// wrapped, as several tables stacked, each repeating the label column (a column
+    /// too wide to fit even beside the labels alone overflows rather than breaks).
     fn render(&self, options: TableOptions) -> String {
         let min = self.min_widths();
+        let pages = match fit_width(options) {
+            Some(width) => pages(&min, usize::from(width)),
+            None => vec![(0..min.len()).collect()],
+        };
+        pages
+            .iter()
+            .map(|columns| self.render_columns(columns, &min, options))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// One comfy table of the given columns (the first is the label column).
+    fn render_columns(&self, columns: &[usize], min: &[usize], options: TableOptions) -> String {
         let mut table = new_table(options);
         table.set_header(
-            self.headers
+            columns
                 .iter()
-                .map(|h| Cell::new(h).add_attribute(Attribute::Bold)),
+                .map(|&c| Cell::new(&self.headers[c]).add_attribute(Attribute::Bold)),
         );
         for row in &self.rows {
             table.add_row(
-                row.iter()
+                columns
+                    .iter()
+                    .filter_map(|&c| row.get(c))
                     .map(|e| entry_cell(e, options))
                     .collect::<Vec<_>>(),
             );
         }
-        for (index, &width) in min.iter().enumerate() {
+        for (index, &c) in columns.iter().enumerate() {
             if let Some(column) = table.column_mut(index) {
                 // The constraint counts the cell padding (one space each side) too.
-                let width = u16::try_from(width + 2).unwrap_or(u16::MAX);
+                let width = u16::try_from(min[c] + 2).unwrap_or(u16::MAX);
                 column.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(width)));
                 if index > 0 {
                     column.set_cell_alignment(CellAlignment::Right);
@@ -187,6 +207,38 @@ impl Grid {
         }
         table.to_string()
     }
+}
+
+/// The width tables are fitted to, if any (bogus narrow widths replaced).
+fn fit_width(options: TableOptions) -> Option<u16> {
+    options.width.map(|width| {
+        if width < MIN_TERMINAL_WIDTH {
+            FALLBACK_WIDTH
+        } else {
+            width
+        }
+    })
+}
+
+/// Outer width of a table of `columns` at their narrowest: each column its content,
+/// one space of padding either side and one border, plus the closing border.
+fn table_width(columns: &[usize], min: &[usize]) -> usize {
+    columns.iter().map(|&c| min[c] + 3).sum::<usize>() + 1
+}
+
+/// Splits the columns into groups that fit `width`, in order, each led by column 0.
+fn pages(min: &[usize], width: usize) -> Vec<Vec<usize>> {
+    let mut pages = Vec::new();
+    let mut page = vec![0];
+    for c in 1..min.len() {
+        page.push(c);
+        if page.len() > 2 && table_width(&page, min) > width {
+            page.pop();
+            pages.push(std::mem::replace(&mut page, vec![0, c]));
+        }
+    }
+    pages.push(page);
+    pages
 }
 
 /// A cell, bold red when it is an alert and colour is on.
@@ -278,15 +330,11 @@ fn new_table(options: TableOptions) -> Table {
     if options.color {
         table.enforce_styling();
     }
-    match options.width {
+    match fit_width(options) {
         Some(width) => {
             table
                 .set_content_arrangement(ContentArrangement::Dynamic)
-                .set_width(if width < MIN_TERMINAL_WIDTH {
-                    FALLBACK_WIDTH
-                } else {
-                    width
-                });
+                .set_width(width);
         }
         None => {
             table.set_content_arrangement(ContentArrangement::Disabled);
