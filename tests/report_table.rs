@@ -279,7 +279,7 @@ fn widest_line(text: &str) -> usize {
 #[test]
 fn a_table_wider_than_the_terminal_is_split_into_tables_that_fit() {
     let rows = poisson_rows();
-    for width in [60, 80, 100] {
+    for width in [60, 80] {
         let table = render_summary_table(&rows, at_width(width));
         assert!(
             widest_line(&table) <= usize::from(width),
@@ -313,4 +313,54 @@ fn a_table_that_fits_stays_one_table() {
             .count(),
         1
     );
+}
+
+#[test]
+fn the_poisson_summary_fits_100_columns_in_one_table() {
+    let rows = poisson_rows();
+    let plain = render_summary_table(&rows, TableOptions::plain());
+    assert!(widest_line(&plain) <= 100, "{plain}");
+    let table = render_summary_table(&rows, at_width(100));
+    assert_eq!(table.matches("algorithm").count(), 1, "{table}");
+}
+
+#[test]
+fn retry_after_honesty_is_a_note_when_exact_everywhere_and_a_column_otherwise() {
+    let exact = poisson_rows();
+    let text = render_summary_table(&exact, TableOptions::plain());
+    let table_lines = || text.lines().filter(|l| !l.starts_with("retry_after was"));
+    assert!(
+        !table_lines().any(|l| l.contains("retry_after")),
+        "no retry_after column:\n{text}"
+    );
+    assert!(!text.contains("11035/0/0"), "no column of x/0/0:\n{text}");
+    let total: u64 = exact.iter().map(|r| r.denied).sum();
+    let note = text.lines().last().unwrap();
+    assert_eq!(
+        note,
+        format!("retry_after was exact on all {total} denials checked (none early, none late)."),
+        "{text}"
+    );
+
+    let mut inexact = poisson_rows();
+    inexact[2].retry_exact = Some(15_000);
+    inexact[2].retry_late = Some(68);
+    let text = render_summary_table(&inexact, at_width(200));
+    assert!(text.contains("15000/0/68"), "{text}");
+    assert!(text.contains("11035/0/0"), "{text}");
+    assert!(!text.contains("was exact"), "{text}");
+    assert_nothing_split(&text, &[], &["retry_after", "exact", "early", "late"]);
+}
+
+#[test]
+fn the_sliding_log_column_is_left_out_when_no_algorithm_was_compared() {
+    let mut rows = poisson_rows();
+    for row in &mut rows {
+        row.false_allow = None;
+        row.false_deny = None;
+    }
+    let text = render_summary_table(&rows, TableOptions::plain());
+    assert!(!text.contains("sliding log"), "{text}");
+    assert!(!text.contains('–'), "no column of dashes:\n{text}");
+    assert!(render_summary_table(&poisson_rows(), TableOptions::plain()).contains("sliding log"));
 }

@@ -1,4 +1,10 @@
-//! The terminal summary table (comfy-table), one row per algorithm.
+//! The terminal summary table (comfy-table), one row per algorithm, and the other
+//! tables the CLI prints.
+//!
+//! Layout rules, for every table here: a cell is never wrapped (a number or an
+//! `a/b/c` group is never split across lines), headers wrap at spaces only, and a
+//! table too wide for the terminal becomes several stacked tables that each repeat
+//! the label column.
 //!
 //! Rendering is a pure function of the rows and [`TableOptions`]; terminal detection is
 //! done once in [`TableOptions::for_stdout`] so tests and pipes get byte-identical
@@ -69,17 +75,22 @@ pub fn color_enabled(no_color: Option<&OsStr>, term: Option<&OsStr>, is_tty: boo
     is_tty && !no_color && !dumb
 }
 
-/// Column headers of the summary table.
+/// Column headers of the summary table, broken where a narrow table breaks them best
+/// (a terminal narrower still wraps them further, at spaces only).
+///
+/// The last two columns are left out when they would say nothing per algorithm: the
+/// sliding-log comparison when no row has one (retry clients), and `retry_after`
+/// honesty when it was exact everywhere (then a note under the table says so).
 pub const HEADERS: [&str; 9] = [
     "algorithm",
     "allowed",
     "denied",
     "allow\nrate",
-    "max in window\n/ limit",
+    "max in\nwindow\n/ limit",
     "over-\nadmission",
     "excess",
-    "vs sliding log\nfalse allow/deny",
-    "retry_after\nexact/early/late",
+    "false allow\n/ deny vs\nsliding log",
+    "retry_after\nexact /\nearly /\nlate",
 ];
 
 fn opt(v: Option<u64>) -> String {
@@ -251,17 +262,32 @@ fn entry_cell(entry: &Entry, options: TableOptions) -> Cell {
     }
 }
 
-/// Renders the summary table as a string (no trailing newline).
+/// Renders the summary table as a string (no trailing newline), with any notes that
+/// stand in for columns on the lines under it.
 ///
 /// Over-admission above 1.0 is bold red when `options.color` is set; without colour
 /// the output contains no escape codes at all.
 pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> String {
+    let compared = rows
+        .iter()
+        .any(|r| r.false_allow.is_some() || r.false_deny.is_some());
+    let inexact = rows
+        .iter()
+        .any(|r| r.retry_early.unwrap_or(0) > 0 || r.retry_late.unwrap_or(0) > 0);
+    let shown = |column: usize| match column {
+        7 => compared,
+        8 => inexact,
+        _ => true,
+    };
     let grid = Grid {
-        headers: HEADERS.iter().map(|h| h.to_string()).collect(),
+        headers: (0..HEADERS.len())
+            .filter(|&c| shown(c))
+            .map(|c| HEADERS[c].to_string())
+            .collect(),
         rows: rows
             .iter()
             .map(|row| {
-                vec![
+                let cells = [
                     Entry::plain(&row.algorithm),
                     Entry::plain(row.allowed.to_string()),
                     Entry::plain(row.denied.to_string()),
@@ -275,11 +301,48 @@ pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> Strin
                         format!("{}/{}", opt(row.false_allow), opt(row.false_deny))
                     }),
                     Entry::plain(triple(row.retry_exact, row.retry_early, row.retry_late)),
-                ]
+                ];
+                cells
+                    .into_iter()
+                    .enumerate()
+                    .filter(|&(c, _)| shown(c))
+                    .map(|(_, e)| e)
+                    .collect()
             })
             .collect(),
     };
-    grid.render(options)
+    let mut text = grid.render(options);
+    let exact: u64 = rows.iter().filter_map(|r| r.retry_exact).sum();
+    if !inexact && exact > 0 {
+        let note = format!(
+            "retry_after was exact on all {exact} denials checked (none early, none late)."
+        );
+        text.push('\n');
+        text.push_str(&wrap(&note, fit_width(options)));
+    }
+    text
+}
+
+/// `text` wrapped at spaces to `width` columns (unwrapped when `None`).
+fn wrap(text: &str, width: Option<u16>) -> String {
+    let Some(width) = width.map(usize::from) else {
+        return text.to_string();
+    };
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let w = text_width(word);
+        if line > 0 && line + 1 + w > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += w;
+    }
+    out
 }
 
 /// Renders a matrix of over-admission ratios: one row per algorithm, one column per
