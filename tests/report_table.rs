@@ -364,3 +364,24 @@ fn the_sliding_log_column_is_left_out_when_no_algorithm_was_compared() {
     assert!(!text.contains('–'), "no column of dashes:\n{text}");
     assert!(render_summary_table(&poisson_rows(), TableOptions::plain()).contains("sliding log"));
 }
+
+#[test]
+fn a_split_table_is_split_evenly_not_into_a_lone_last_column() {
+    // Retry clients: no sliding-log column, so seven columns, 84 wide at the least.
+    let mut rows = poisson_rows();
+    for row in &mut rows {
+        row.false_allow = None;
+        row.false_deny = None;
+    }
+    let table = render_summary_table(&rows, at_width(80));
+    let columns: Vec<usize> = table
+        .lines()
+        .filter(|l| l.starts_with("│ algorithm"))
+        .map(|l| l.matches('┆').count())
+        .collect();
+    assert_eq!(
+        columns,
+        [3, 3],
+        "two tables of three columns each:\n{table}"
+    );
+}

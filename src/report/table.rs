@@ -237,8 +237,24 @@ fn table_width(columns: &[usize], min: &[usize]) -> usize {
     columns.iter().map(|&c| min[c] + 3).sum::<usize>() + 1
 }
 
-/// Splits the columns into groups that fit `width`, in order, each led by column 0.
+/// Splits the columns into groups that fit `width`, in order, each led by column 0:
+/// as few groups as fit, as even as possible (no lone column on a last table).
 fn pages(min: &[usize], width: usize) -> Vec<Vec<usize>> {
+    let fewest = pack(min, width);
+    if fewest.len() == 1 {
+        return fewest;
+    }
+    // The narrowest cap that needs no more tables than `width` does: first-fit never
+    // needs more groups for a larger cap, so this minimises the widest table.
+    (0..width)
+        .map(|cap| pack(min, cap))
+        .find(|p| p.len() == fewest.len())
+        .unwrap_or(fewest)
+}
+
+/// First-fit: each group takes columns while its table stays within `width` (and
+/// always at least one besides column 0).
+fn pack(min: &[usize], width: usize) -> Vec<Vec<usize>> {
     let mut pages = Vec::new();
     let mut page = vec![0];
     for c in 1..min.len() {
