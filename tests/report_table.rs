@@ -1,7 +1,10 @@
 //! The terminal summary table: content, highlighting and determinism.
 
-use ratesim::report::summary::SummaryRow;
-use ratesim::report::table::{TableOptions, render_rows, render_summary_table};
+use ratesim::Nanos;
+use ratesim::report::summary::{RetryOutcome, SummaryRow};
+use ratesim::report::table::{
+    TableOptions, render_retry_outcomes, render_rows, render_summary_table,
+};
 
 const ALGORITHMS: [&str; 6] = [
     "token_bucket",
@@ -384,4 +387,173 @@ fn a_split_table_is_split_evenly_not_into_a_lone_last_column() {
         [3, 3],
         "two tables of three columns each:\n{table}"
     );
+}
+
+/// `ratesim run scenarios/retry_clients.toml`: no sliding-log comparison, and what
+/// became of each of the 951 requests.
+fn retry_rows() -> Vec<SummaryRow> {
+    let data = [
+        (
+            "token_bucket",
+            635,
+            283,
+            33,
+            1185,
+            1_140_850_687,
+            5_905_580_031,
+        ),
+        (
+            "fixed_window",
+            598,
+            181,
+            172,
+            940,
+            6_308_233_215,
+            29_527_900_159,
+        ),
+        (
+            "sliding_window_log",
+            594,
+            321,
+            36,
+            1311,
+            1_358_954_495,
+            7_985_954_815,
+        ),
+    ];
+    data.iter()
+        .map(
+            |&(name, succeeded, gave_up, unfinished, wasted, p50, p99)| {
+                let mut row = SummaryRow::new(name, succeeded, 2000, 9, 5);
+                row.retry = Some(RetryOutcome {
+                    succeeded,
+                    gave_up,
+                    unfinished,
+                    wasted_retries: wasted,
+                    latency_p50: Nanos::new(p50),
+                    latency_p99: Nanos::new(p99),
+                    latency_max: Nanos::new(p99 + 50_000_000),
+                });
+                row
+            },
+        )
+        .collect()
+}
+
+#[test]
+fn retry_outcomes_say_what_became_of_every_request() {
+    let rows = retry_rows();
+    let text = render_retry_outcomes(&rows, TableOptions::plain()).unwrap();
+    assert!(
+        text.starts_with(
+            "Retry clients: what became of the 951 requests (latency: arrival to admission)\n"
+        ),
+        "{text}"
+    );
+    for whole in [
+        "635/283/33",
+        "598/181/172",
+        "1185",
+        "1.14s/5.91s/5.96s",
+        "6.31s/29.5s/29.6s",
+    ] {
+        assert!(text.contains(whole), "{whole} in\n{text}");
+    }
+    assert_nothing_split(
+        &render_retry_outcomes(&rows, at_width(60)).unwrap(),
+        &["635/283/33".to_string(), "1.36s/7.99s/8.04s".to_string()],
+        &["succeeded", "unfinished", "wasted", "latency", "p99"],
+    );
+    let open = poisson_rows();
+    assert_eq!(render_retry_outcomes(&open, TableOptions::plain()), None);
+}
+
+#[test]
+fn latency_is_a_dash_when_no_request_succeeded() {
+    let mut rows = retry_rows();
+    rows.truncate(1);
+    rows[0].retry = Some(RetryOutcome {
+        succeeded: 0,
+        gave_up: 951,
+        ..RetryOutcome::default()
+    });
+    let text = render_retry_outcomes(&rows, TableOptions::plain()).unwrap();
+    assert!(text.contains("0/951/0"), "{text}");
+    assert!(
+        !text.contains("0ns"),
+        "no latency without a success:\n{text}"
+    );
+    assert!(text.contains('–'), "{text}");
+}
+
+#[test]
+fn requests_that_can_never_fit_get_a_note_under_the_table() {
+    let mut rows = poisson_rows();
+    assert!(!render_summary_table(&rows, TableOptions::plain()).contains("never"));
+    for row in &mut rows {
+        row.never_fits = 60;
+    }
+    let text = render_summary_table(&rows, TableOptions::plain());
+    assert_eq!(
+        text.lines().last().unwrap(),
+        "60 requests cost more than the capacity (the limit, 10, or the burst for the \
+         buckets and GCRA): no algorithm could ever admit them.",
+        "{text}"
+    );
+    rows[0].never_fits = 0;
+    let text = render_summary_table(&rows, at_width(80));
+    assert!(widest_line(&text) <= 80, "the note wraps too:\n{text}");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.ends_with(
+            "can never pass: leaky_bucket 60, fixed_window 60, sliding_window_log 60, \
+             sliding_window_counter 60, gcra 60."
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn ratesim_run_prints_retry_outcomes_and_why_requests_never_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.toml"),
+        "name = \"t\"\nduration = \"10s\"\nalgorithms = [\"fixed_window\", \"gcra\"]\n\
+         [limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"trace.csv\"\n\
+         [client]\nkind = \"retry\"\nmax_retries = 2\n",
+    )
+    .unwrap();
+    // One request of cost 6 against a capacity of 5, then seven of cost 1 at once:
+    // five pass, two are retried a second later and pass.
+    let mut trace = String::from("time_s,key,cost\n0,a,6\n");
+    trace.push_str(&"0,a,1\n".repeat(7));
+    std::fs::write(dir.path().join("trace.csv"), trace).unwrap();
+    let out = assert_cmd::Command::cargo_bin("ratesim")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", "s.toml", "--quiet", "--no-charts", "--no-decisions"])
+        .args(["--out", "o"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 request cost more than the capacity"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Retry clients: what became of the 8 requests (1 never fit)"),
+        "{stdout}"
+    );
+    // The retry table comes last: its fixed_window row is the last one.
+    let fixed = stdout
+        .lines()
+        .rfind(|l| l.contains("fixed_window"))
+        .unwrap();
+    assert!(fixed.contains("7/0/0"), "{fixed}");
 }

@@ -18,7 +18,8 @@ use comfy_table::{
     presets,
 };
 
-use super::summary::SummaryRow;
+use super::summary::{RetryOutcome, SummaryRow};
+use crate::time::Nanos;
 
 /// Width used when a terminal reports fewer than [`MIN_TERMINAL_WIDTH`] columns
 /// (a pty reporting 0 would squeeze every column to one character).
@@ -329,14 +330,135 @@ pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> Strin
     };
     let mut text = grid.render(options);
     let exact: u64 = rows.iter().filter_map(|r| r.retry_exact).sum();
+    let mut notes = Vec::new();
     if !inexact && exact > 0 {
-        let note = format!(
+        notes.push(format!(
             "retry_after was exact on all {exact} denials checked (none early, none late)."
-        );
+        ));
+    }
+    notes.extend(never_fits_note(rows));
+    for note in notes {
         text.push('\n');
         text.push_str(&wrap(&note, fit_width(options)));
     }
     text
+}
+
+/// Why some requests were denied whatever happened: their cost is above what the
+/// algorithm can ever hold (`None` when every request could fit).
+fn never_fits_note(rows: &[SummaryRow]) -> Option<String> {
+    let first = rows.first()?;
+    if rows.iter().all(|r| r.never_fits == 0) {
+        return None;
+    }
+    let capacity = format!(
+        "the capacity (the limit, {}, or the burst for the buckets and GCRA)",
+        first.limit
+    );
+    Some(if rows.iter().all(|r| r.never_fits == first.never_fits) {
+        let n = first.never_fits;
+        let (requests, them) = if n == 1 {
+            ("request", "it")
+        } else {
+            ("requests", "them")
+        };
+        format!("{n} {requests} cost more than {capacity}: no algorithm could ever admit {them}.")
+    } else {
+        let each: Vec<String> = rows
+            .iter()
+            .filter(|r| r.never_fits > 0)
+            .map(|r| format!("{} {}", r.algorithm, r.never_fits))
+            .collect();
+        format!(
+            "Requests that cost more than {capacity} can never pass: {}.",
+            each.join(", ")
+        )
+    })
+}
+
+/// Headers of the retry-outcome table.
+pub const RETRY_HEADERS: [&str; 4] = [
+    "algorithm",
+    "succeeded /\ngave up /\nunfinished",
+    "wasted\nretries",
+    "latency\np50 / p99 / max",
+];
+
+/// Renders what became of each request under retry clients, one row per algorithm
+/// whose [`SummaryRow::retry`] is set, under a one-line caption; `None` when no row
+/// has retry outcomes (open clients).
+pub fn render_retry_outcomes(rows: &[SummaryRow], options: TableOptions) -> Option<String> {
+    let retried: Vec<(&SummaryRow, RetryOutcome)> = rows
+        .iter()
+        .filter_map(|r| r.retry.map(|o| (r, o)))
+        .collect();
+    if retried.is_empty() {
+        return None;
+    }
+    let requests: Vec<u64> = retried
+        .iter()
+        .map(|(r, o)| {
+            o.succeeded
+                .saturating_add(o.gave_up)
+                .saturating_add(o.unfinished)
+                .saturating_add(r.never_fits)
+        })
+        .collect();
+    let never: Vec<u64> = retried.iter().map(|(r, _)| r.never_fits).collect();
+    let same = |v: &[u64]| v.iter().all(|&x| x == v[0]).then_some(v[0]);
+    let whose = match (same(&requests), same(&never)) {
+        (Some(n), Some(0)) => format!("the {n} requests"),
+        (Some(n), Some(k)) => format!("the {n} requests ({k} never fit)"),
+        _ => "each algorithm's requests".to_string(),
+    };
+    let caption = format!("Retry clients: what became of {whose} (latency: arrival to admission)");
+    let grid = Grid {
+        headers: RETRY_HEADERS.iter().map(|h| h.to_string()).collect(),
+        rows: retried
+            .iter()
+            .map(|(r, o)| {
+                let latency = if o.succeeded == 0 {
+                    "–".to_string()
+                } else {
+                    [o.latency_p50, o.latency_p99, o.latency_max]
+                        .map(short_duration)
+                        .join("/")
+                };
+                vec![
+                    Entry::plain(&r.algorithm),
+                    Entry::plain(format!("{}/{}/{}", o.succeeded, o.gave_up, o.unfinished)),
+                    Entry::plain(o.wasted_retries.to_string()),
+                    Entry::plain(latency),
+                ]
+            })
+            .collect(),
+    };
+    Some(format!(
+        "{}\n{}",
+        wrap(&caption, fit_width(options)),
+        grid.render(options)
+    ))
+}
+
+/// A duration to three significant digits in the largest unit that keeps it at or
+/// above 1: `850ns`, `12.3ms`, `1.14s`, `118s` (display only: a float is fine here).
+fn short_duration(n: Nanos) -> String {
+    let ns = n.as_u64();
+    // Thresholds at x999.5 so that rounding never prints `1000ms` for `1.00s`.
+    let (value, unit) = match ns {
+        0..1_000 => return format!("{ns}ns"),
+        1_000..999_500 => (ns as f64 / 1e3, "µs"),
+        999_500..999_500_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let decimals = if value >= 99.95 {
+        0
+    } else if value >= 9.995 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.decimals$}{unit}")
 }
 
 /// `text` wrapped at spaces to `width` columns (unwrapped when `None`).
@@ -433,6 +555,25 @@ fn ratio_entry(ratio: f64) -> Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_durations_keep_three_significant_digits_and_carry_into_the_next_unit() {
+        let cases = [
+            (0, "0ns"),
+            (999, "999ns"),
+            (1_000, "1.00µs"),
+            (999_499, "999µs"),
+            (999_500, "1.00ms"),
+            (12_345_678, "12.3ms"),
+            (999_500_000, "1.00s"),
+            (1_140_850_687, "1.14s"),
+            (29_527_900_159, "29.5s"),
+            (118_000_000_000, "118s"),
+        ];
+        for (ns, text) in cases {
+            assert_eq!(short_duration(Nanos::new(ns)), text, "{ns} ns");
+        }
+    }
 
     #[test]
     fn no_color_wins_and_empty_no_color_is_ignored() {
