@@ -573,10 +573,27 @@ fn print_summary(reports: &[RunReport], format: Format) -> Result<(), Failure> {
                     "{} — limit {} per {}{also}{measured}\n",
                     r.scenario, r.rule.max_requests, r.rule.window
                 ));
-                text.push_str(&report::render_summary_table(
-                    &report::summary_rows(r),
-                    options,
-                ));
+                let mut rows = report::summary_rows(r);
+                // What the table shows under itself; `summary_rows` leaves these empty.
+                for (row, a) in rows.iter_mut().zip(&r.algorithms) {
+                    let m = &a.metrics;
+                    let ns = |v: Option<u64>| Nanos::new(v.unwrap_or(0));
+                    row.never_fits = m.never_fits;
+                    row.retry = m.succeeded.map(|succeeded| report::RetryOutcome {
+                        succeeded,
+                        gave_up: m.gave_up.unwrap_or(0),
+                        unfinished: m.unfinished.unwrap_or(0),
+                        wasted_retries: m.wasted_retries.unwrap_or(0),
+                        latency_p50: ns(m.latency_p50_ns),
+                        latency_p99: ns(m.latency_p99_ns),
+                        latency_max: ns(m.latency_max_ns),
+                    });
+                }
+                text.push_str(&report::render_summary_table(&rows, options));
+                if let Some(retry) = report::render_retry_outcomes(&rows, options) {
+                    text.push_str("\n\n");
+                    text.push_str(&retry);
+                }
                 text.push_str("\n\n");
             }
             if reports.len() > 1 {

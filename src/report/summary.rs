@@ -5,12 +5,20 @@
 
 use serde::{Serialize, Serializer};
 
-/// One algorithm's results: one table row, one `summary.csv` row, one JSON object.
+use crate::time::Nanos;
+
+/// One algorithm's results as the terminal shows them: one table row, and as CSV or
+/// JSON (through [`write_summary`](super::write_summary)) one row of the table's
+/// columns.
 ///
 /// Counts are exact integers; the two ratios are floats because they are only shown.
 /// A ratio that cannot be computed (no requests, zero limit) is NaN and is written as
 /// an empty CSV field / JSON `null` and shown as `n/a`. Metrics that do not apply to a
 /// run (no sliding-log reference, no denials to judge `retry_after` by) are `None`.
+///
+/// [`never_fits`](Self::never_fits) and [`retry`](Self::retry) are shown under the
+/// table, not in it, and are not serialised: the `summary.csv` a run writes comes
+/// from `sim::Metrics`, which has them as columns of their own.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SummaryRow {
     /// Registry name of the algorithm.
@@ -41,6 +49,33 @@ pub struct SummaryRow {
     pub retry_early: Option<u64>,
     /// Denials whose `retry_after` was too long (lost capacity).
     pub retry_late: Option<u64>,
+    /// Requests whose cost exceeds the algorithm's capacity: denied, and never retried.
+    #[serde(skip)]
+    pub never_fits: u64,
+    /// Retry clients only: what became of the requests.
+    #[serde(skip)]
+    pub retry: Option<RetryOutcome>,
+}
+
+/// With retry clients, what became of one algorithm's requests: with
+/// [`SummaryRow::never_fits`], `succeeded + gave_up + unfinished` accounts for every
+/// request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetryOutcome {
+    /// Requests eventually admitted.
+    pub succeeded: u64,
+    /// Requests denied on their last allowed attempt.
+    pub gave_up: u64,
+    /// Requests whose next retry would fall after the simulation ends.
+    pub unfinished: u64,
+    /// Retries that were denied again.
+    pub wasted_retries: u64,
+    /// Median time from arrival to admission (meaningless when nothing succeeded).
+    pub latency_p50: Nanos,
+    /// 99th percentile of the same.
+    pub latency_p99: Nanos,
+    /// The longest.
+    pub latency_max: Nanos,
 }
 
 impl SummaryRow {
@@ -66,6 +101,8 @@ impl SummaryRow {
             retry_exact: None,
             retry_early: None,
             retry_late: None,
+            never_fits: 0,
+            retry: None,
         }
     }
 
