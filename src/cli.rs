@@ -344,11 +344,20 @@ fn simulate(scenario: &Scenario, out: &Path, common: &Common) -> Result<RunRepor
         report::write_run(&report, &out, WriteOptions { charts })
             .context("cannot write the results")?,
     );
+    let mut err = std::io::stderr().lock();
     if !common.quiet {
-        let mut err = std::io::stderr().lock();
-        for path in written {
+        for path in &written {
             let _ = writeln!(err, "wrote {}", path.display());
         }
+    }
+    // Files an earlier run left here (say, charts before this --no-charts run) would
+    // otherwise pass for this run's results.
+    for path in report::stale_outputs(&out, &written) {
+        let _ = writeln!(
+            err,
+            "note: {} is from an earlier run (this run did not write it)",
+            path.display()
+        );
     }
     Ok(report)
 }
@@ -573,22 +582,7 @@ fn print_summary(reports: &[RunReport], format: Format) -> Result<(), Failure> {
                     "{} — limit {} per {}{also}{measured}\n",
                     r.scenario, r.rule.max_requests, r.rule.window
                 ));
-                let mut rows = report::summary_rows(r);
-                // What the table shows under itself; `summary_rows` leaves these empty.
-                for (row, a) in rows.iter_mut().zip(&r.algorithms) {
-                    let m = &a.metrics;
-                    let ns = |v: Option<u64>| Nanos::new(v.unwrap_or(0));
-                    row.never_fits = m.never_fits;
-                    row.retry = m.succeeded.map(|succeeded| report::RetryOutcome {
-                        succeeded,
-                        gave_up: m.gave_up.unwrap_or(0),
-                        unfinished: m.unfinished.unwrap_or(0),
-                        wasted_retries: m.wasted_retries.unwrap_or(0),
-                        latency_p50: ns(m.latency_p50_ns),
-                        latency_p99: ns(m.latency_p99_ns),
-                        latency_max: ns(m.latency_max_ns),
-                    });
-                }
+                let rows = report::summary_rows(r);
                 text.push_str(&report::render_summary_table(&rows, options));
                 if let Some(retry) = report::render_retry_outcomes(&rows, options) {
                     text.push_str("\n\n");

@@ -850,3 +850,57 @@ fn a_request_that_can_never_fit_has_an_empty_retry_after() {
         "no wait would help a cost above the capacity"
     );
 }
+
+#[test]
+fn files_left_by_an_earlier_run_are_pointed_out_not_passed_off() {
+    let t = TestDir::new();
+    t.ok(&["run", "scenarios/burst.toml", "--out", "d", "--quiet"]);
+    let args = [
+        "run",
+        "scenarios/uniform.toml",
+        "--out",
+        "d",
+        "--quiet",
+        "--no-charts",
+        "--no-decisions",
+    ];
+    let out = t.run(&args);
+    assert!(out.status.success(), "{}", describe(&args, &out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for stale in [
+        "decisions.csv",
+        "timeline.png",
+        "window_counts.png",
+        "over_admission.png",
+    ] {
+        assert!(
+            stderr.contains(&format!("{stale} is from an earlier run")),
+            "{stale} not pointed out: {stderr}"
+        );
+    }
+    for fresh in ["summary.csv", "summary.json", "window_counts.csv"] {
+        assert!(
+            !stderr.contains(fresh),
+            "{fresh} was written by this run: {stderr}"
+        );
+    }
+    assert!(
+        t.path().join("d/timeline.png").exists(),
+        "nothing is deleted"
+    );
+    // The same run again into a clean directory says nothing of the kind.
+    let args = [
+        "run",
+        "scenarios/uniform.toml",
+        "--out",
+        "clean",
+        "--quiet",
+        "--no-charts",
+    ];
+    let out = t.run(&args);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("earlier run"),
+        "{}",
+        describe(&args, &out)
+    );
+}

@@ -15,7 +15,7 @@ use super::charts::{
 };
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
 use super::output::{AtomicFile, OutputError, TempPath};
-use super::summary::SummaryRow;
+use super::summary::{RetryOutcome, SummaryRow};
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport};
 use crate::time::Nanos;
 
@@ -141,6 +141,28 @@ pub fn write_run(
     Ok(written)
 }
 
+/// The files a run writes into its output directory that are in `dir` but were not
+/// written by this run (`written`): left from an earlier run with other options, such
+/// as the charts kept after a `--no-charts` run. Listed so the caller can say so; never
+/// deleted.
+pub fn stale_outputs(dir: &Path, written: &[PathBuf]) -> Vec<PathBuf> {
+    let names = [
+        super::DECISIONS_CSV,
+        super::WINDOW_COUNTS_CSV,
+        super::SUMMARY_CSV,
+        super::SUMMARY_JSON,
+        super::TIMELINE_PNG,
+        super::WINDOW_COUNTS_PNG,
+        super::OVER_ADMISSION_PNG,
+    ];
+    names
+        .iter()
+        .filter(|&&name| !written.iter().any(|w| w.file_name() == Some(name.as_ref())))
+        .map(|name| dir.join(name))
+        .filter(|path| path.is_file())
+        .collect()
+}
+
 fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, OutputError> {
     let mut writer = WindowCountsCsvWriter::create(&dir.join(super::WINDOW_COUNTS_CSV))?;
     for a in &report.algorithms {
@@ -179,6 +201,17 @@ pub fn summary_rows(report: &RunReport) -> Vec<SummaryRow> {
                 row.retry_early = Some(m.retry_after_too_early);
                 row.retry_late = Some(m.retry_after_too_late);
             }
+            row.never_fits = m.never_fits;
+            let ns = |v: Option<u64>| Nanos::new(v.unwrap_or(0));
+            row.retry = m.succeeded.map(|succeeded| RetryOutcome {
+                succeeded,
+                gave_up: m.gave_up.unwrap_or(0),
+                unfinished: m.unfinished.unwrap_or(0),
+                wasted_retries: m.wasted_retries.unwrap_or(0),
+                latency_p50: ns(m.latency_p50_ns),
+                latency_p99: ns(m.latency_p99_ns),
+                latency_max: ns(m.latency_max_ns),
+            });
             row
         })
         .collect()
