@@ -904,3 +904,37 @@ fn files_left_by_an_earlier_run_are_pointed_out_not_passed_off() {
         describe(&args, &out)
     );
 }
+
+#[test]
+fn a_run_without_requests_leaves_rates_and_keys_empty_not_zero() {
+    let t = TestDir::new();
+    t.write("empty.csv", "time_s,key\n");
+    t.write(
+        "empty.toml",
+        "name = \"empty\"\nduration = \"10s\"\n[limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"empty.csv\"\n\
+         [client]\nkind = \"retry\"\nmax_retries = 2\n",
+    );
+    t.ok(&["run", "empty.toml", "--out", "o", "--quiet", "--no-charts"]);
+    let json: Vec<serde_json::Value> =
+        serde_json::from_str(&fs::read_to_string(t.path().join("o/summary.json")).unwrap())
+            .unwrap();
+    for row in &json {
+        for field in [
+            "allow_rate",
+            "worst_key",
+            "latency_p50_ns",
+            "latency_max_ns",
+        ] {
+            assert!(row[field].is_null(), "{field}: {row}");
+        }
+        assert_eq!(row["requests"], 0, "{row}");
+    }
+    let (header, rows) = read_csv(&t.path().join("o/summary.csv"));
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    for row in &rows {
+        for field in ["allow_rate", "worst_key", "latency_p50_ns"] {
+            assert_eq!(row[column(field)], "", "{field} in {row:?}");
+        }
+    }
+}

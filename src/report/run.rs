@@ -169,7 +169,7 @@ fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, Output
         for sample in &a.window_counts {
             writer.write(&WindowCountRecord {
                 algorithm: &a.name,
-                key: &a.metrics.worst_key,
+                key: a.metrics.worst_key.as_deref().unwrap_or_default(),
                 time: sample.time,
                 count: sample.count,
             })?;

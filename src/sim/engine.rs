@@ -972,14 +972,10 @@ impl<A: Algorithm> Driver<'_, A> {
             Some(k) if tracker.tracked_max == tracker.max && tracker.max > 0 => Some(k),
             _ => tracker.worst_key,
         };
-        m.worst_key = shown.map_or_else(String::new, |k| keys.name(k).to_string());
+        m.worst_key = shown.map(|k| keys.name(k).to_string());
         m.over_admission = tracker.max as f64 / rule.max_requests() as f64;
         m.excess = tracker.excess;
-        m.allow_rate = if m.attempts == 0 {
-            0.0
-        } else {
-            m.allowed as f64 / m.attempts as f64
-        };
+        m.allow_rate = (m.attempts > 0).then(|| m.allowed as f64 / m.attempts as f64);
         if sc.client == ClientModel::Open {
             m.false_allow = Some(false_allow);
             m.false_deny = Some(false_deny);
@@ -988,9 +984,9 @@ impl<A: Algorithm> Driver<'_, A> {
             m.gave_up = Some(gave_up);
             m.unfinished = Some(unfinished);
             m.wasted_retries = Some(wasted);
-            m.latency_p50_ns = latency.quantile(0.5).or(Some(0));
-            m.latency_p99_ns = latency.quantile(0.99).or(Some(0));
-            m.latency_max_ns = latency.max().or(Some(0));
+            m.latency_p50_ns = latency.quantile(0.5);
+            m.latency_p99_ns = latency.quantile(0.99);
+            m.latency_max_ns = latency.max();
         }
         m.peak_keys = janitor.peak_keys;
         m.state_bytes_per_key = janitor.state_bytes;

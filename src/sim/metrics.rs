@@ -27,13 +27,14 @@ pub struct Metrics {
     pub allowed: u64,
     /// Attempts denied.
     pub denied: u64,
-    /// `allowed / attempts` (0 when there were none).
-    pub allow_rate: f64,
+    /// `allowed / attempts`; `None` (an empty CSV cell, JSON `null`) when there were
+    /// no attempts.
+    pub allow_rate: Option<f64>,
     /// The most cost admitted for one key inside any half-open window `(t − W, t]`.
     pub max_in_window: u64,
-    /// A key that reached `max_in_window`: the one `window_counts` follows (empty if
+    /// A key that reached `max_in_window`: the one `window_counts` follows (`None` if
     /// nothing passed).
-    pub worst_key: String,
+    pub worst_key: Option<String>,
     /// `max_in_window / max_requests`: ≤ 1.0 means the limit held everywhere.
     pub over_admission: f64,
     /// Admissions after which the key's trailing-window count exceeded the limit.
@@ -66,7 +67,7 @@ pub struct Metrics {
     /// Retry clients: retries that were denied again.
     pub wasted_retries: Option<u64>,
     /// Retry clients: median time from arrival to admission, in ns (see
-    /// [`LatencyHistogram`] for the precision).
+    /// [`LatencyHistogram`] for the precision); `None` also when nothing succeeded.
     pub latency_p50_ns: Option<u64>,
     /// Retry clients: 99th percentile of the same, in ns.
     pub latency_p99_ns: Option<u64>,
