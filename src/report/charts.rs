@@ -992,7 +992,7 @@ pub fn draw_over_admission<DB: DrawingBackend>(
             )))?;
             chart.draw_series(iter::once(
                 EmptyElement::at((v, y + 0.5))
-                    + Text::new(format!("{value:.2}×"), (14, 0), label_style),
+                    + Text::new(super::summary::format_ratio(*value), (14, 0), label_style),
             ))?;
         } else {
             chart.draw_series(iter::once(

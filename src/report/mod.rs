@@ -74,7 +74,7 @@ pub use csvout::{
 pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
-pub use summary::{RetryOutcome, SummaryRow};
+pub use summary::{RetryOutcome, SummaryRow, format_ratio};
 pub use table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_rows, render_summary_table,
 };

@@ -78,6 +78,25 @@ pub struct RetryOutcome {
     pub latency_max: Nanos,
 }
 
+/// An over-admission ratio for people: `1.60×`. Two decimals, unless they would show
+/// a whole number the ratio is not — 100,001 admitted under a limit of 100,000 is not
+/// `1.00×` (the limit held), and 199,999 of 100,000 is not the fixed window's exact
+/// `2.00×` — then as many decimals as it takes (up to 9). `n/a` when undefined.
+pub fn format_ratio(ratio: f64) -> String {
+    if !ratio.is_finite() {
+        return "n/a".to_string();
+    }
+    let mut text = format!("{ratio:.2}");
+    for decimals in 3..=9 {
+        let whole = text.trim_end_matches('0').ends_with('.');
+        if !whole || text.parse::<f64>() == Ok(ratio) {
+            break;
+        }
+        text = format!("{ratio:.decimals$}");
+    }
+    text + "×"
+}
+
 impl SummaryRow {
     /// A row with the counts and both ratios filled in, optional metrics `None`.
     pub fn new(
@@ -149,5 +168,22 @@ mod tests {
         assert_eq!(row.over_admission, 2.0);
         assert!(row.is_over_admitting());
         assert!(!SummaryRow::new("sliding_window_log", 30, 60, 5, 5).is_over_admitting());
+    }
+
+    #[test]
+    fn a_ratio_never_rounds_to_a_whole_number_it_is_not() {
+        let cases = [
+            (ratio(100_001, 100_000), "1.00001×"),
+            (ratio(199_999, 100_000), "1.99999×"),
+            (ratio(1_004, 1_000), "1.004×"),
+            (ratio(2, 1), "2.00×"),
+            (ratio(1, 1), "1.00×"),
+            (ratio(8, 5), "1.60×"),
+            (ratio(2, 3), "0.67×"),
+            (ratio(1, 0), "n/a"),
+        ];
+        for (value, shown) in cases {
+            assert_eq!(format_ratio(value), shown, "{value}");
+        }
     }
 }

@@ -107,11 +107,7 @@ fn percent(rate: f64) -> String {
 }
 
 fn times(ratio: f64) -> String {
-    if ratio.is_finite() {
-        format!("{ratio:.2}×")
-    } else {
-        "n/a".to_string()
-    }
+    super::summary::format_ratio(ratio)
 }
 
 fn triple(a: Option<u64>, b: Option<u64>, c: Option<u64>) -> String {
