@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
 use ratesim::sim::worst_case::{self, SearchOptions};
 use ratesim::sim::{
-    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError, calibrate,
+    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, ScenarioError, SimError,
+    calibrate,
 };
 use ratesim::{Nanos, Registry, Rule, bundled};
 
@@ -522,29 +523,53 @@ fn write_text(path: &Path, text: &str) -> Result<PathBuf, Failure> {
     Ok(file.finish().context("cannot write the results")?)
 }
 
+/// Checks every file, printing `ok: …` on stdout for a good one and its error on
+/// stderr for a bad one, so one run over `scenarios/*.toml` reports them all. Fails
+/// (exit 2) if any file is bad; with several files a last line counts them.
 fn validate(files: &[PathBuf]) -> Result<(), Failure> {
-    let mut text = String::new();
+    let mut failures = Vec::new();
     for file in files {
-        let scenario = Scenario::load(file).map_err(input)?;
-        scenario.validate().map_err(input)?;
-        text.push_str(&format!(
-            "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {}{})\n",
-            file.display(),
-            scenario.name,
-            scenario.traffic.len(),
-            plural(scenario.traffic.len()),
-            scenario.algorithms.len(),
-            plural(scenario.algorithms.len()),
-            scenario.client.name(),
-            scenario.rule,
-            scenario
-                .extra_limits
-                .iter()
-                .map(|l| format!(" and {l}"))
-                .collect::<String>(),
-        ));
+        match validate_one(file) {
+            Ok(line) => print(&line)?,
+            Err(e) => {
+                if files.len() > 1 {
+                    eprintln!("ratesim: error: {e}");
+                }
+                failures.push(e);
+            }
+        }
     }
-    print(&text)
+    match failures.len() {
+        0 => Ok(()),
+        // One file: its error is the whole story, reported like any other error.
+        _ if files.len() == 1 => Err(input(failures.remove(0))),
+        n => Err(input(anyhow::anyhow!(
+            "{n} of {} scenario files are invalid",
+            files.len()
+        ))),
+    }
+}
+
+/// Loads and validates one scenario file; the `ok: …` line describing it.
+fn validate_one(file: &Path) -> Result<String, ScenarioError> {
+    let scenario = Scenario::load(file)?;
+    scenario.validate()?;
+    Ok(format!(
+        "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {}{})\n",
+        file.display(),
+        scenario.name,
+        scenario.traffic.len(),
+        plural(scenario.traffic.len()),
+        scenario.algorithms.len(),
+        plural(scenario.algorithms.len()),
+        scenario.client.name(),
+        scenario.rule,
+        scenario
+            .extra_limits
+            .iter()
+            .map(|l| format!(" and {l}"))
+            .collect::<String>(),
+    ))
 }
 
 fn plural(n: usize) -> &'static str {

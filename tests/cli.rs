@@ -458,6 +458,49 @@ fn validate_list_and_help_teach_the_user() {
 }
 
 #[test]
+fn validate_checks_every_file_and_fails_if_any_is_bad() {
+    let t = TestDir::new();
+    t.write("bad.toml", scenario_with("max_requests", "0"));
+    let args = [
+        "validate",
+        "scenarios/burst.toml",
+        "bad.toml",
+        "missing.toml",
+        "scenarios/uniform.toml",
+    ];
+    let out = t.run(&args);
+    let context = describe(&args, &out);
+    assert_eq!(out.status.code(), Some(2), "{context}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ok: Vec<&str> = stdout.lines().collect();
+    assert_eq!(ok.len(), 2, "one ok line per good file: {context}");
+    assert!(ok[0].starts_with("ok: scenarios/burst.toml ("), "{context}");
+    assert!(
+        ok[1].starts_with("ok: scenarios/uniform.toml ("),
+        "{context}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        errors.len(),
+        3,
+        "one line per bad file and a total: {context}"
+    );
+    assert!(
+        errors[0].starts_with("ratesim: error: bad.toml:5:16: "),
+        "{context}"
+    );
+    assert!(
+        errors[1].starts_with("ratesim: error: missing.toml: cannot read"),
+        "{context}"
+    );
+    assert_eq!(
+        errors[2], "ratesim: error: 2 of 4 scenario files are invalid",
+        "{context}"
+    );
+}
+
+#[test]
 fn a_closed_pipe_ends_quietly() {
     use std::io::Read;
     use std::process::{Command as Std, Stdio};
