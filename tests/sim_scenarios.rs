@@ -5,7 +5,7 @@ mod sim_support;
 use std::path::Path;
 
 use ratesim::Nanos;
-use ratesim::sim::{ArrivalStream, Scenario};
+use ratesim::sim::{ArrivalStream, ClientModel, Scenario};
 use sim_support::*;
 
 #[test]
@@ -191,6 +191,23 @@ fn scenario_errors_name_the_file_line_and_column_and_what_was_expected() {
         assert!(err.starts_with(prefix), "expected {prefix}…, got: {err}");
         assert!(err.contains(words), "expected {words:?} in: {err}");
     }
+}
+
+#[test]
+fn a_client_table_without_kind_means_open_clients_as_documented() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let s = Scenario::parse(
+        &format!("{BASE}{traffic}[client]\n"),
+        Path::new("dir/ok.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.client, ClientModel::Open);
+    // Retry settings without `kind = "retry"` are open-client mistakes, at the field.
+    let err = error_of(&format!("{BASE}{traffic}[client]\nmax_retries = 2\n"));
+    assert!(
+        err.starts_with("dir/bad.toml:10:15: ") && err.contains("only to kind = \"retry\""),
+        "{err}"
+    );
 }
 
 #[test]

@@ -411,7 +411,8 @@ struct RawTraffic {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawClient {
-    kind: Spanned<String>,
+    /// Default `"open"`, as for a missing `[client]` table.
+    kind: Option<Spanned<String>>,
     max_retries: Option<Spanned<u32>>,
     jitter: Option<Spanned<Dur>>,
 }
@@ -610,7 +611,8 @@ impl Builder<'_> {
     }
 
     fn client(&self, raw: &RawClient) -> Result<ClientModel, ScenarioError> {
-        match raw.kind.get_ref().as_str() {
+        let kind = raw.kind.as_ref().map_or("open", |k| k.get_ref().as_str());
+        match kind {
             "open" => {
                 if let Some(m) = &raw.max_retries {
                     return Err(
@@ -627,7 +629,7 @@ impl Builder<'_> {
                 jitter: raw.jitter.as_ref().map_or(Nanos::ZERO, |j| j.get_ref().0),
             }),
             other => Err(self.err(
-                raw.kind.span(),
+                raw.kind.as_ref().map(|k| k.span()).unwrap_or_default(),
                 format!("unknown client kind `{other}`; expected \"open\" or \"retry\""),
             )),
         }
