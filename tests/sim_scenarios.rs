@@ -211,6 +211,41 @@ fn a_client_table_without_kind_means_open_clients_as_documented() {
 }
 
 #[test]
+fn a_limit_given_twice_names_the_key_and_the_two_forms() {
+    let head = "name = \"t\"\nduration = \"10s\"\n";
+    let rule = "max_requests = 5\nwindow = \"1s\"\n";
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    for (first, second, col) in [
+        ("[limit]", "[[limit]]", 3),
+        ("[[limit]]", "[limit]", 2),
+        ("[limit]", "[limit]", 2),
+    ] {
+        let err = error_of(&format!("{head}{first}\n{rule}{second}\n{rule}{traffic}"));
+        assert_eq!(
+            err,
+            format!(
+                "dir/bad.toml:6:{col}: `limit` is given twice; choose one form: \
+                 `[limit]` for one rule, or `[[limit]]` tables for several"
+            ),
+            "{first} then {second}"
+        );
+    }
+    // Any other key given twice is named too.
+    let err = error_of(&format!("{head}[limit]\n{rule}window = \"2s\"\n{traffic}"));
+    assert_eq!(
+        err,
+        "dir/bad.toml:6:1: `window` is given twice; a key may appear only once in its table"
+    );
+    let err = error_of(&format!(
+        "{head}[limit]\n{rule}{traffic}[traffic]\nkind = \"uniform\"\n"
+    ));
+    assert_eq!(
+        err,
+        "dir/bad.toml:9:2: `traffic` is given twice; write every source as a `[[traffic]]` table"
+    );
+}
+
+#[test]
 fn unknown_fields_are_rejected_everywhere() {
     let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
     for (text, field) in [

@@ -264,10 +264,7 @@ impl Scenario {
     /// Parses scenario `text`; `origin` is the file it came from, used in error
     /// messages and to resolve trace paths.
     pub fn parse(text: &str, origin: &Path) -> Result<Scenario, ScenarioError> {
-        let raw: RawScenario = toml::from_str(text).map_err(|e| {
-            let message = e.message().trim_end().to_string();
-            ScenarioError::at(origin, text, e.span(), message)
-        })?;
+        let raw: RawScenario = toml::from_str(text).map_err(|e| toml_error(&e, text, origin))?;
         Builder { text, origin }.build(raw)
     }
 
@@ -318,6 +315,29 @@ impl Scenario {
         self.algorithms = Registry::default().resolve(names)?;
         Ok(())
     }
+}
+
+/// The TOML parser's error, with its terse messages made to say what to do.
+fn toml_error(e: &toml::de::Error, text: &str, origin: &Path) -> ScenarioError {
+    let span = e.span();
+    let found = span.clone().and_then(|s| text.get(s)).unwrap_or_default();
+    let message = match e.message().trim_end() {
+        // The parser points at the second occurrence of the key.
+        "duplicate key" => {
+            let key = found.trim().trim_matches(|c| c == '"' || c == '\'');
+            match key {
+                "limit" => "`limit` is given twice; choose one form: `[limit]` for one rule, \
+                            or `[[limit]]` tables for several"
+                    .to_string(),
+                "traffic" => "`traffic` is given twice; write every source as a `[[traffic]]` \
+                              table"
+                    .to_string(),
+                _ => format!("`{key}` is given twice; a key may appear only once in its table"),
+            }
+        }
+        other => other.to_string(),
+    };
+    ScenarioError::at(origin, text, span, message)
 }
 
 // ---------------------------------------------------------------------------------
