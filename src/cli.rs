@@ -374,9 +374,15 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
     }
     for scenario in &mut scenarios {
         if let Some(rule) = limit {
-            scenario
-                .set_rule(rule)
-                .map_err(|e| input(anyhow::Error::new(e).context("--limit")))?;
+            scenario.set_rule(rule).map_err(|e| {
+                // A built-in scenario has no file the user could open: name it instead.
+                let e = if files.is_empty() {
+                    anyhow::anyhow!("the built-in {} scenario: {}", scenario.name, e.message)
+                } else {
+                    e.into()
+                };
+                input(e.context("--limit"))
+            })?;
         }
         apply_overrides(scenario, common)?;
         // Every trace is read through before the first run writes anything.

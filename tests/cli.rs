@@ -795,6 +795,39 @@ fn compare_limit_moves_the_boundary_bursts_to_the_new_windows() {
 }
 
 #[test]
+fn compare_limit_too_short_for_the_built_in_bursts_says_which_and_why() {
+    let t = TestDir::new();
+    let args = ["compare", "--limit", "5/1ns"];
+    let out = t.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "ratesim: error: --limit: the built-in burst scenario: a window of 0.000000001s is \
+         too short for the boundary bursts (spread 0s; `period` is not set): boundary bursts \
+         need 2 × spread + 1ns < window, so a window of at least 0.000000002s\n",
+        "{}",
+        describe(&args, &out)
+    );
+    // A scenario file the user gave is named by its path.
+    t.write(
+        "b.toml",
+        scenario_with("kind", "\"boundary_burst\"")
+            .replace("rate = 2", "size = 2\nspread = \"1s\"")
+            .replace("window = \"1s\"", "window = \"10s\""),
+    );
+    let args = ["compare", "--scenario", "b.toml", "--limit", "5/2s"];
+    let out = t.run(&args);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "ratesim: error: --limit: b.toml: a window of 2s is too short for the boundary \
+         bursts (spread 1s; `period` is not set): boundary bursts need 2 × spread + 1ns < \
+         window, so a window of at least 2.000000002s\n",
+        "{}",
+        describe(&args, &out)
+    );
+}
+
+#[test]
 fn boundary_bursts_sit_on_the_window_edges_even_with_a_later_start() {
     let t = TestDir::new();
     let text = scenario_with("kind", "\"boundary_burst\"")

@@ -176,11 +176,6 @@ fn scenario_errors_name_the_file_line_and_column_and_what_was_expected() {
             "needs `rate`",
         ),
         (
-            "[[traffic]]\nkind = \"boundary_burst\"\nsize = 2\nspread = \"5s\"\n",
-            "dir/bad.toml:9:10: ",
-            "half the period",
-        ),
-        (
             "[[traffic]]\nkind = \"uniform\"\nrate = 1\n[client]\nkind = \"open\"\nmax_retries = 2\n",
             "dir/bad.toml:11:15: ",
             "only to kind = \"retry\"",
@@ -242,6 +237,52 @@ fn a_limit_given_twice_names_the_key_and_the_two_forms() {
     assert_eq!(
         err,
         "dir/bad.toml:9:2: `traffic` is given twice; write every source as a `[[traffic]]` table"
+    );
+}
+
+#[test]
+fn a_boundary_burst_that_does_not_fit_states_the_rule_at_the_field_at_fault() {
+    let burst = "[[traffic]]\nkind = \"boundary_burst\"\nsize = 2\n";
+    let rule = "boundary bursts need 2 × spread + 1ns < period";
+    // The spread is too wide for the window (the period when none is set).
+    assert_eq!(
+        error_of(&format!("{BASE}{burst}spread = \"5s\"\n")),
+        format!(
+            "dir/bad.toml:9:10: `spread` of 5s is too wide for a period of 10s (the window; \
+             `period` is not set): {rule}, so a spread of at most 4.999999999s"
+        )
+    );
+    // An explicit period too short for any burst, with and without a spread.
+    assert_eq!(
+        error_of(&format!("{BASE}{burst}period = \"0s\"\n")),
+        format!(
+            "dir/bad.toml:9:10: `period` of 0s is too short for a spread of 0s: {rule}, \
+             so a period of at least 0.000000002s"
+        )
+    );
+    assert_eq!(
+        error_of(&format!(
+            "{BASE}{burst}spread = \"2ns\"\nperiod = \"1ns\"\n"
+        )),
+        format!(
+            "dir/bad.toml:10:10: `period` of 0.000000001s is too short for a spread of \
+             0.000000002s: {rule}, so a period of at least 0.000000006s"
+        )
+    );
+    // A spread that fits its explicit period is fine, whatever the window.
+    let ok = format!("{BASE}{burst}spread = \"1s\"\nperiod = \"3s\"\n");
+    Scenario::parse(&ok, Path::new("dir/ok.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // A window too short to be the period, with no period set: at the source's kind.
+    assert_eq!(
+        error_of(&format!(
+            "{}{burst}",
+            BASE.replace("window = \"10s\"", "window = \"1ns\"")
+        )),
+        format!(
+            "dir/bad.toml:7:8: the window of 0.000000001s is too short to be this \
+             boundary_burst's period with a spread of 0s: {rule}; set `period` to at least \
+             0.000000002s"
+        )
     );
 }
 

@@ -280,11 +280,17 @@ impl Scenario {
             } = spec.kind
                 && !burst_fits(spread, rule.window())
             {
+                let least = match least_burst_period(spread) {
+                    Some(p) => format!("so a window of at least {p}"),
+                    None => "which no window can satisfy".to_string(),
+                };
                 return Err(ScenarioError::file(
                     &self.path,
                     None,
                     format!(
-                        "a boundary_burst spread of {spread} does not fit a window of {}; expected a window above twice the spread",
+                        "a window of {} is too short for the boundary bursts (spread {spread}; \
+                         `period` is not set): boundary bursts need 2 × spread + 1ns < \
+                         window, {least}",
                         rule.window()
                     ),
                 ));
@@ -468,6 +474,18 @@ impl<'de> Deserialize<'de> for RateValue {
 /// (`2·spread + 1 ns < period`).
 fn burst_fits(spread: Nanos, period: Nanos) -> bool {
     u128::from(spread.as_u64()) * 2 + 1 < u128::from(period.as_u64())
+}
+
+/// The shortest period that fits half-bursts of width `spread` (`2·spread + 2 ns`), if
+/// it is representable.
+fn least_burst_period(spread: Nanos) -> Option<Nanos> {
+    let least = u128::from(spread.as_u64()) * 2 + 2;
+    u64::try_from(least).ok().map(Nanos::new)
+}
+
+/// The widest spread that fits `period` (`(period − 2 ns) / 2`), if any does.
+fn most_burst_spread(period: Nanos) -> Option<Nanos> {
+    period.as_u64().checked_sub(2).map(|p| Nanos::new(p / 2))
 }
 
 /// A rate as `rate × 10⁹` (exact), with messages about rates rather than times.
@@ -731,16 +749,7 @@ impl Builder<'_> {
                 let explicit = dur(&raw.period);
                 let period = explicit.unwrap_or(rule.window());
                 if !burst_fits(spread, period) {
-                    let span = raw
-                        .spread
-                        .as_ref()
-                        .map(|s| s.span())
-                        .or_else(|| raw.period.as_ref().map(|p| p.span()))
-                        .unwrap_or_else(|| raw.kind.span());
-                    return Err(self.err(
-                        span,
-                        format!("expected a spread below half the period ({period}); got {spread}"),
-                    ));
+                    return Err(self.burst_misfit(raw, spread, period));
                 }
                 TrafficKind::BoundaryBurst {
                     size,
@@ -845,6 +854,57 @@ impl Builder<'_> {
             start,
             end,
         })
+    }
+}
+
+impl Builder<'_> {
+    /// Why boundary half-bursts of width `spread` do not fit `period` apart, at the
+    /// field to change: the spread if some spread would fit the period, else the
+    /// explicit period, else the source (whose period is the window).
+    fn burst_misfit(&self, raw: &RawTraffic, spread: Nanos, period: Nanos) -> ScenarioError {
+        const RULE: &str = "boundary bursts need 2 × spread + 1ns < period";
+        let least = least_burst_period(spread);
+        let most = most_burst_spread(period);
+        if let Some(s) = raw
+            .spread
+            .as_ref()
+            .filter(|_| most.is_some() || least.is_none())
+        {
+            let of = if raw.period.is_some() {
+                ""
+            } else {
+                " (the window; `period` is not set)"
+            };
+            let most = most.map_or_else(
+                || "which no period can satisfy".to_string(),
+                |m| format!("so a spread of at most {m}"),
+            );
+            return self.err(
+                s.span(),
+                format!(
+                    "`spread` of {spread} is too wide for a period of {period}{of}: {RULE}, {most}"
+                ),
+            );
+        }
+        // No spread fits the period, and a longer one would fit this spread (a spread
+        // too wide for any period was blamed above, so `least` exists).
+        let least = least.unwrap_or(Nanos::MAX);
+        match &raw.period {
+            Some(p) => self.err(
+                p.span(),
+                format!(
+                    "`period` of {period} is too short for a spread of {spread}: {RULE}, so a \
+                     period of at least {least}"
+                ),
+            ),
+            None => self.err(
+                raw.kind.span(),
+                format!(
+                    "the window of {period} is too short to be this boundary_burst's period \
+                     with a spread of {spread}: {RULE}; set `period` to at least {least}"
+                ),
+            ),
+        }
     }
 }
 
