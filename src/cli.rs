@@ -739,10 +739,19 @@ fn parse_limit(text: &str) -> Result<Rule, String> {
     let (max, window) = text
         .split_once('/')
         .ok_or_else(|| format!("expected MAX/WINDOW like 100/60s, found `{text}`"))?;
-    let max: u64 = max
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{max}` is not a whole number of requests (in `{text}`)"))?;
+    let max = max.trim();
+    let max: u64 = max.parse().map_err(|e: std::num::ParseIntError| {
+        let digits = !max.is_empty() && max.bytes().all(|b| b.is_ascii_digit());
+        match e.kind() {
+            std::num::IntErrorKind::PosOverflow if digits => {
+                format!("`{max}` is too large (at most {}) (in `{text}`)", u64::MAX)
+            }
+            _ if max.starts_with('-') => {
+                format!("`{max}` is negative; expected a whole number of requests (in `{text}`)")
+            }
+            _ => format!("`{max}` is not a whole number of requests (in `{text}`)"),
+        }
+    })?;
     let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
     Rule::new(max, window).map_err(|e| e.to_string())
 }

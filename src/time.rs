@@ -87,6 +87,9 @@ impl Nanos {
     ///
     /// More than nine decimal places is an error rather than a silent rounding.
     pub fn parse_decimal_secs(text: &str) -> Result<Nanos, ParseTimeError> {
+        if text.is_empty() {
+            return Err(ParseTimeError::Empty);
+        }
         parse_scaled(text, NANOS_PER_SEC)
     }
 
@@ -101,6 +104,9 @@ impl Nanos {
     /// ```
     pub fn parse_duration(text: &str) -> Result<Nanos, ParseTimeError> {
         let text = text.trim();
+        if text.is_empty() {
+            return Err(ParseTimeError::Empty);
+        }
         let split = text
             // Not only ASCII: the unit `µs` starts with a non-ASCII letter.
             .find(|c: char| c.is_alphabetic())
@@ -116,7 +122,8 @@ impl Nanos {
             "d" => 86_400 * NANOS_PER_SEC,
             other => return Err(ParseTimeError::UnknownUnit(other.to_string())),
         };
-        parse_scaled(number.trim(), scale)
+        // Errors quote the whole text, unit included: `-10s`, not `-10`.
+        parse_scaled(number.trim(), scale).map_err(|e| e.quoting(text))
     }
 }
 
@@ -172,8 +179,15 @@ fn parse_scaled(text: &str, scale: u64) -> Result<Nanos, ParseTimeError> {
 /// Why a time or duration could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseTimeError {
+    /// Nothing at all.
+    #[error(
+        "empty duration; expected a number of seconds or a duration like \"10s\", \"250ms\", \"1m\""
+    )]
+    Empty,
     /// Not a decimal number.
-    #[error("`{0}` is not a number of seconds or a duration like \"10s\", \"250ms\", \"1m\"")]
+    #[error(
+        "`{0}` is not a duration; expected a number of seconds or a duration like \"10s\", \"250ms\", \"1m\""
+    )]
     Invalid(String),
     /// A minus sign: time and durations here are never negative.
     #[error("`{0}` is negative; expected a duration of zero or more")]
@@ -187,6 +201,20 @@ pub enum ParseTimeError {
     /// A unit other than ns, us, ms, s, m, h, d.
     #[error("unknown time unit `{0}`; expected one of ns, us, ms, s, m, h, d")]
     UnknownUnit(String),
+}
+
+impl ParseTimeError {
+    /// The same error about `text` (the whole input) instead of the part that failed.
+    fn quoting(self, text: &str) -> ParseTimeError {
+        let text = text.to_string();
+        match self {
+            ParseTimeError::Empty | ParseTimeError::UnknownUnit(_) => self,
+            ParseTimeError::Invalid(_) => ParseTimeError::Invalid(text),
+            ParseTimeError::Negative(_) => ParseTimeError::Negative(text),
+            ParseTimeError::TooPrecise(_) => ParseTimeError::TooPrecise(text),
+            ParseTimeError::TooLarge(_) => ParseTimeError::TooLarge(text),
+        }
+    }
 }
 
 impl FromStr for Nanos {

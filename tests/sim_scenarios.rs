@@ -286,6 +286,116 @@ fn a_boundary_burst_that_does_not_fit_states_the_rule_at_the_field_at_fault() {
     );
 }
 
+/// Each message says once what was expected, in words: no Rust type names, no
+/// "expected" twice, and a number too large is called too large.
+#[test]
+fn bad_numbers_and_durations_say_once_what_was_expected_in_words() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let with = |from: &str, to: &str| error_of(&format!("{}{traffic}", BASE.replace(from, to)));
+    let window = |value: &str| with("window = \"10s\"", &format!("window = {value}"));
+    let like = "a number of seconds or a duration like \"10s\", \"250ms\", \"1m\"";
+    let whole = "a whole number from 0 to 18446744073709551615";
+    let cases = [
+        (
+            window("\"-10s\""),
+            "dir/bad.toml:5:10: `-10s` is negative; expected a duration of zero or more"
+                .to_string(),
+        ),
+        (
+            window("\"\""),
+            format!("dir/bad.toml:5:10: empty duration; expected {like}"),
+        ),
+        (
+            window("\"1_000ms\""),
+            format!("dir/bad.toml:5:10: `1_000ms` is not a duration; expected {like}"),
+        ),
+        (
+            window("1e400"),
+            "dir/bad.toml:5:10: `1e400` is too large for a number (it overflows a 64-bit float)"
+                .to_string(),
+        ),
+        (
+            window(&format!("1{}", "0".repeat(40))),
+            format!(
+                "dir/bad.toml:5:10: `1{}` is too large for a number (it overflows 128 bits)",
+                "0".repeat(40)
+            ),
+        ),
+        (
+            window("99999999999999999999999"),
+            "dir/bad.toml:5:10: `99999999999999999999999` is too large (the limit is about 584 \
+             years)"
+                .to_string(),
+        ),
+        (
+            with("max_requests = 5", "max_requests = -5"),
+            format!("dir/bad.toml:4:16: `-5` is negative; expected {whole}"),
+        ),
+        (
+            with("max_requests = 5", "max_requests = 2.5"),
+            format!("dir/bad.toml:4:16: `2.5` is not a whole number; expected {whole}"),
+        ),
+        (
+            with("max_requests = 5", "max_requests = \"5\""),
+            format!("dir/bad.toml:4:16: found the string \"5\"; expected {whole}, without quotes"),
+        ),
+        (
+            with("max_requests = 5", "max_requests = 99999999999999999999999"),
+            "dir/bad.toml:4:16: `99999999999999999999999` is too large (at most \
+             18446744073709551615)"
+                .to_string(),
+        ),
+        (
+            error_of(&format!("{BASE}{traffic}cost = 99999999999999999999999\n")),
+            "dir/bad.toml:9:8: `99999999999999999999999` is too large (at most \
+             18446744073709551615)"
+                .to_string(),
+        ),
+        (
+            error_of(&format!("{BASE}{traffic}keys = -1\n")),
+            format!("dir/bad.toml:9:8: `-1` is negative; expected {whole}"),
+        ),
+        (
+            error_of(&format!("seed = -1\n{BASE}{traffic}")),
+            format!("dir/bad.toml:1:8: `-1` is negative; expected {whole}"),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{traffic}[client]\nkind = \"retry\"\nmax_retries = -1\n"
+            )),
+            "dir/bad.toml:11:15: `-1` is negative; expected a whole number from 0 to 4294967295"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{traffic}[client]\nkind = \"retry\"\nmax_retries = 4294967296\n"
+            )),
+            "dir/bad.toml:11:15: `4294967296` is too large (at most 4294967295)".to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{}",
+                traffic.replace("rate = 1", "rate = -3")
+            )),
+            "dir/bad.toml:8:8: `-3` is negative; expected a number of requests per second, \
+             like 2 or 0.5"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{}",
+                traffic.replace("rate = 1", "rate = \"fast\"")
+            )),
+            "dir/bad.toml:8:8: `fast` is not a number; expected a number of requests per \
+             second, like 2 or 0.5"
+                .to_string(),
+        ),
+    ];
+    for (got, expected) in cases {
+        assert_eq!(got, expected);
+    }
+}
+
 #[test]
 fn unknown_fields_are_rejected_everywhere() {
     let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
@@ -336,7 +446,12 @@ fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
         ("time_s,key\n0,a\n-1,b\n", ":3:", "negative"),
         ("0,a\nzero,b\n", ":2:", "bad time_s"),
         ("0,a,1\n1,a,x\n", ":2:", "bad cost"),
-        ("0,a\n1\n", ":2:", "fields"),
+        ("0,a\n1\n", ":2:", "found 1 field"),
+        (
+            "0,a,99999999999999999999\n",
+            ":1:",
+            "bad cost: `99999999999999999999` is too large (at most 18446744073709551615)",
+        ),
         ("0,a\n0.0000000001,b\n", ":2:", "finer than one nanosecond"),
     ];
     for (csv, line, words) in cases {
@@ -351,6 +466,15 @@ fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
         })
         .unwrap_err();
         assert_eq!(run_err.to_string(), err);
+    }
+    for (csv, found) in [("0,a\n1\n", "1 field"), ("0,a\n1,a,1,x\n", "4 fields")] {
+        std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+        let err = parse_at(&text, &scenario_path).validate().unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("expected `time_s,key[,cost]`, found {found}"),
+            "{csv:?}"
+        );
     }
     let missing = parse_at(&text.replace("t.csv", "nope.csv"), &scenario_path);
     assert!(

@@ -341,6 +341,18 @@ fn toml_error(e: &toml::de::Error, text: &str, origin: &Path) -> ScenarioError {
                 _ => format!("`{key}` is given twice; a key may appear only once in its table"),
             }
         }
+        // A literal beyond f64 (`1e400`) or beyond 128-bit integers.
+        "floating-point number overflowed" | "integer number overflowed" => {
+            let kind = if e.message().starts_with("floating") {
+                "a 64-bit float"
+            } else {
+                "128 bits"
+            };
+            format!(
+                "`{}` is too large for a number (it overflows {kind})",
+                found.trim()
+            )
+        }
         other => other.to_string(),
     };
     ScenarioError::at(origin, text, span, message)
@@ -357,7 +369,7 @@ struct RawScenario {
     #[serde(default)]
     description: String,
     #[serde(default)]
-    seed: u64,
+    seed: Whole,
     duration: Spanned<Dur>,
     algorithms: Option<Spanned<Vec<Spanned<String>>>>,
     limit: RawLimits,
@@ -368,9 +380,9 @@ struct RawScenario {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLimit {
-    max_requests: Spanned<u64>,
+    max_requests: Spanned<Whole>,
     window: Spanned<Dur>,
-    burst: Option<Spanned<u64>>,
+    burst: Option<Spanned<Whole>>,
 }
 
 /// `[limit]` (one rule) or `[[limit]]` (several, enforced together). Deserialised by
@@ -419,17 +431,17 @@ impl<'de> Deserialize<'de> for RawLimits {
 struct RawTraffic {
     kind: Spanned<String>,
     rate: Option<Spanned<RateValue>>,
-    size: Option<Spanned<u64>>,
+    size: Option<Spanned<Whole>>,
     spread: Option<Spanned<Dur>>,
     period: Option<Spanned<Dur>>,
     on: Option<Spanned<Dur>>,
     off: Option<Spanned<Dur>>,
     path: Option<Spanned<String>>,
-    keys: Option<Spanned<u64>>,
+    keys: Option<Spanned<Whole>>,
     key_popularity: Option<Spanned<String>>,
     zipf_exponent: Option<Spanned<f64>>,
     key_prefix: Option<Spanned<String>>,
-    cost: Option<Spanned<u64>>,
+    cost: Option<Spanned<Whole>>,
     start: Option<Spanned<Dur>>,
     end: Option<Spanned<Dur>>,
 }
@@ -439,8 +451,91 @@ struct RawTraffic {
 struct RawClient {
     /// Default `"open"`, as for a missing `[client]` table.
     kind: Option<Spanned<String>>,
-    max_retries: Option<Spanned<u32>>,
+    max_retries: Option<Spanned<Whole<{ u32::MAX as u64 }>>>,
     jitter: Option<Spanned<Dur>>,
+}
+
+/// A whole number from 0 to `MAX`, whose messages name that range, never a Rust type
+/// (`u64`), and call a number too large "too large".
+#[derive(Default)]
+struct Whole<const MAX: u64 = { u64::MAX }>(u64);
+
+impl<'de, const MAX: u64> Deserialize<'de> for Whole<MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Whole<MAX>, D::Error> {
+        d.deserialize_any(WholeVisitor::<MAX>).map(Whole)
+    }
+}
+
+struct WholeVisitor<const MAX: u64>;
+
+impl<const MAX: u64> Visitor<'_> for WholeVisitor<MAX> {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a whole number from 0 to {MAX}")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        self.visit_u128(u128::from(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        self.visit_i128(i128::from(v))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<u64, E> {
+        match u128::try_from(v) {
+            Ok(v) => self.visit_u128(v),
+            Err(_) => Err(E::custom(format!(
+                "`{v}` is negative; expected {}",
+                self.expected()
+            ))),
+        }
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<u64, E> {
+        match u64::try_from(v) {
+            Ok(v) if v <= MAX => Ok(v),
+            _ => Err(E::custom(format!("`{v}` is too large (at most {MAX})"))),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        Err(E::custom(format!(
+            "`{v:?}` is not a whole number; expected {}",
+            self.expected()
+        )))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+        Err(E::custom(format!(
+            "found the string {v:?}; expected {}, without quotes",
+            self.expected()
+        )))
+    }
+}
+
+impl<const MAX: u64> WholeVisitor<MAX> {
+    fn expected(&self) -> String {
+        format!("a whole number from 0 to {MAX}")
+    }
+}
+
+/// `text` as a whole number from 0 to `u64::MAX`, or why not, in the words of
+/// [`Whole`]'s messages (for fields outside TOML, such as a trace's cost).
+pub(crate) fn parse_whole(text: &str) -> Result<u64, String> {
+    let expected = "expected a whole number from 0 to 18446744073709551615";
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<u64>() {
+        Ok(n) => Ok(n),
+        Err(_) if digits(text.trim_start_matches('+')) => {
+            Err(format!("`{text}` is too large (at most {})", u64::MAX))
+        }
+        Err(_) if text.strip_prefix('-').is_some_and(digits) => {
+            Err(format!("`{text}` is negative; {expected}"))
+        }
+        Err(_) => Err(format!("`{text}` is not a whole number; {expected}")),
+    }
 }
 
 /// A duration: `"10s"`, `"250ms"`, or a number of seconds (`10`, `0.5`).
@@ -459,13 +554,13 @@ impl<'de> Deserialize<'de> for Dur {
 /// A rate in requests per second (`2`, `0.5`); stored as `rate × 10⁹`, exactly.
 struct RateValue(Nanos);
 
+/// What a rate looks like, for messages.
+const RATE: &str = "a number of requests per second, like 2 or 0.5";
+
 impl<'de> Deserialize<'de> for RateValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RateValue, D::Error> {
-        d.deserialize_any(DecimalVisitor(
-            "a number of requests per second, like 2 or 0.5",
-            parse_rate,
-        ))
-        .map(RateValue)
+        d.deserialize_any(DecimalVisitor(RATE, parse_rate))
+            .map(RateValue)
     }
 }
 
@@ -496,8 +591,9 @@ fn parse_rate(text: &str) -> Result<Nanos, String> {
         E::TooLarge(t) => {
             format!("`{t}` requests per second is too many (at most about 18 billion)")
         }
-        E::Negative(t) => format!("`{t}` is negative"),
-        E::Invalid(t) | E::UnknownUnit(t) => format!("`{t}` is not a number"),
+        E::Negative(t) => format!("`{t}` is negative; expected {RATE}"),
+        E::Invalid(t) | E::UnknownUnit(t) => format!("`{t}` is not a number; expected {RATE}"),
+        E::Empty => format!("empty rate; expected {RATE}"),
     })
 }
 
@@ -513,7 +609,8 @@ impl Visitor<'_> for DecimalVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Nanos, E> {
-        (self.1)(v).map_err(|e| E::custom(format!("{e}; expected {}", self.0)))
+        // The parser's message already says what was expected.
+        (self.1)(v).map_err(E::custom)
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
@@ -521,6 +618,14 @@ impl Visitor<'_> for DecimalVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Nanos, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Nanos, E> {
         self.visit_str(&v.to_string())
     }
 
@@ -594,7 +699,7 @@ impl Builder<'_> {
         Ok(Scenario {
             name,
             description: raw.description.trim().to_string(),
-            seed: raw.seed,
+            seed: raw.seed.0,
             duration,
             rule,
             extra_limits,
@@ -606,17 +711,18 @@ impl Builder<'_> {
     }
 
     fn rule(&self, raw: &RawLimit) -> Result<Rule, ScenarioError> {
-        let rule = Rule::new(*raw.max_requests.get_ref(), raw.window.get_ref().0).map_err(|e| {
-            let span = match e {
-                crate::RuleError::ZeroWindow => raw.window.span(),
-                _ => raw.max_requests.span(),
-            };
-            self.err(span, format!("{e}"))
-        })?;
+        let rule =
+            Rule::new(raw.max_requests.get_ref().0, raw.window.get_ref().0).map_err(|e| {
+                let span = match e {
+                    crate::RuleError::ZeroWindow => raw.window.span(),
+                    _ => raw.max_requests.span(),
+                };
+                self.err(span, format!("{e}"))
+            })?;
         match &raw.burst {
             None => Ok(rule),
             Some(b) => rule
-                .with_burst(*b.get_ref())
+                .with_burst(b.get_ref().0)
                 .map_err(|e| self.err(b.span(), e.to_string())),
         }
     }
@@ -663,7 +769,10 @@ impl Builder<'_> {
                 Ok(ClientModel::Open)
             }
             "retry" => Ok(ClientModel::Retry {
-                max_retries: raw.max_retries.as_ref().map_or(3, |m| *m.get_ref()),
+                max_retries: raw.max_retries.as_ref().map_or(3, |m| {
+                    // Whole<u32::MAX> holds at most u32::MAX.
+                    u32::try_from(m.get_ref().0).unwrap_or(u32::MAX)
+                }),
                 jitter: raw.jitter.as_ref().map_or(Nanos::ZERO, |j| j.get_ref().0),
             }),
             other => Err(self.err(
@@ -741,7 +850,7 @@ impl Builder<'_> {
             },
             "boundary_burst" => {
                 let size_field = raw.size.as_ref().expect("required");
-                let size = *size_field.get_ref();
+                let size = size_field.get_ref().0;
                 if size == 0 {
                     return Err(self.err(size_field.span(), "expected a size of at least 1"));
                 }
@@ -779,7 +888,7 @@ impl Builder<'_> {
 
         let count = match &raw.keys {
             None => 1,
-            Some(k) => match u32::try_from(*k.get_ref()) {
+            Some(k) => match u32::try_from(k.get_ref().0) {
                 Ok(n) if (1..u32::MAX).contains(&n) => n,
                 _ => {
                     return Err(self.err(
@@ -826,7 +935,7 @@ impl Builder<'_> {
             .key_prefix
             .as_ref()
             .map_or_else(|| "client".to_string(), |p| p.get_ref().clone());
-        let cost = raw.cost.as_ref().map_or(1, |c| *c.get_ref());
+        let cost = raw.cost.as_ref().map_or(1, |c| c.get_ref().0);
         let start = dur(&raw.start).unwrap_or(Nanos::ZERO);
         let end = dur(&raw.end).unwrap_or(duration).min(duration);
         if let (Some(s), true) = (&raw.start, start >= end) {
