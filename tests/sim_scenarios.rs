@@ -397,6 +397,37 @@ fn bad_numbers_and_durations_say_once_what_was_expected_in_words() {
 }
 
 #[test]
+fn a_name_that_cannot_be_a_folder_says_why() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let named = |name: &str| error_of(&format!("{}{traffic}", BASE.replace("\"t\"", name)));
+    let folder = "it names the output folder (output/<name>)";
+    assert_eq!(
+        named("\"..\""),
+        format!(
+            "dir/bad.toml:1:8: `..` cannot be a name: {folder}, and `..` means the parent folder"
+        )
+    );
+    assert_eq!(
+        named("\".\""),
+        format!(
+            "dir/bad.toml:1:8: `.` cannot be a name: {folder}, and `.` means the current folder"
+        )
+    );
+    assert_eq!(
+        named("\"a/b\""),
+        format!(
+            "dir/bad.toml:1:8: `a/b` cannot be a name: {folder}, so it may hold only letters, \
+             digits, '.', '_' and '-'"
+        )
+    );
+    assert_eq!(
+        named("\" \""),
+        "dir/bad.toml:1:8: empty name; expected letters, digits, '.', '_' and '-' (it names \
+         the output folder, output/<name>)"
+    );
+}
+
+#[test]
 fn unknown_fields_are_rejected_everywhere() {
     let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
     for (text, field) in [

@@ -658,11 +658,27 @@ impl Builder<'_> {
         // The name becomes a folder under output/: one path segment, nothing that
         // could climb out of it or replace an absolute path.
         let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-        if name.is_empty() || name == "." || name == ".." || !name.chars().all(safe) {
-            return Err(self.err(
-                raw.name.span(),
-                "expected a name of letters, digits, '.', '_' and '-' (it names the output folder)",
-            ));
+        let folder = "it names the output folder (output/<name>)";
+        let why = match name.as_str() {
+            "" => Some(
+                "empty name; expected letters, digits, '.', '_' and '-' (it names the output \
+                 folder, output/<name>)"
+                    .to_string(),
+            ),
+            "." => Some(format!(
+                "`.` cannot be a name: {folder}, and `.` means the current folder"
+            )),
+            ".." => Some(format!(
+                "`..` cannot be a name: {folder}, and `..` means the parent folder"
+            )),
+            _ if !name.chars().all(safe) => Some(format!(
+                "`{name}` cannot be a name: {folder}, so it may hold only letters, digits, \
+                 '.', '_' and '-'"
+            )),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(self.err(raw.name.span(), why));
         }
         let duration = raw.duration.get_ref().0;
         if duration == Nanos::ZERO {
