@@ -178,8 +178,7 @@ impl Analysis {
     }
 
     fn algorithms(&self) -> Result<Vec<String>, Failure> {
-        Registry::default()
-            .resolve(&self.algos)
+        Scenario::resolve_algorithms(algos_flag(&self.algos)?)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))
     }
 
@@ -301,10 +300,21 @@ fn apply_overrides(scenario: &mut Scenario, common: &Common) -> Result<(), Failu
     }
     if let Some(algos) = &common.algos {
         scenario
-            .set_algorithms(algos)
+            .set_algorithms(algos_flag(algos)?)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
     }
     Ok(())
+}
+
+/// The names given to `--algos`, refusing an empty one: `--algos gcra,` splits into
+/// `gcra` and an empty name, most likely a stray comma.
+fn algos_flag(names: &[String]) -> Result<&[String], Failure> {
+    if names.iter().any(|n| n.trim().is_empty()) {
+        return Err(input(anyhow::anyhow!(
+            "--algos: empty algorithm name (a trailing comma?)"
+        )));
+    }
+    Ok(names)
 }
 
 /// Runs one scenario, already validated (its traces read through), and writes every

@@ -465,6 +465,21 @@ fn bad_durations_and_algorithms_point_at_their_value() {
         err.starts_with("dir/bad.toml:1:23: ") && err.contains("token_bucket"),
         "{err}"
     );
+    let err = error_of(&format!(
+        "algorithms = [\"gcra\", \"token_buckett\"]\n{BASE}{traffic}"
+    ));
+    assert!(
+        err.starts_with(
+            "dir/bad.toml:1:23: unknown algorithm `token_buckett` (did you mean `token_bucket`?); \
+             expected one of: token_bucket, leaky_bucket,"
+        ),
+        "{err}"
+    );
+    let err = error_of(&format!("algorithms = [\"gcra\", \"\"]\n{BASE}{traffic}"));
+    assert!(
+        err.starts_with("dir/bad.toml:1:23: empty algorithm name; expected one of: token_bucket,"),
+        "{err}"
+    );
 }
 
 #[test]
