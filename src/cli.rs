@@ -51,6 +51,9 @@ enum Command {
     Run {
         /// The scenario file (TOML; see docs/scenarios.md).
         scenario: PathBuf,
+        /// Output directory [default: output/<scenario>].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -66,6 +69,9 @@ enum Command {
         /// Replace every scenario's limit, as MAX/WINDOW (e.g. 100/60s, 5/10s, 10/250ms).
         #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
         limit: Option<Rule>,
+        /// Output root: each scenario's files go to <DIR>/<scenario>/ [default: output].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -81,9 +87,15 @@ enum Command {
     WorstCase {
         #[command(flatten)]
         analysis: Analysis,
+        /// Seed of the randomised search.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
         /// Where the winning streams go [default: output/worst-case].
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Do not list the files written.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// What "N per W" really admits with each algorithm, and a strict setting that never
     /// exceeds N in any window (verified by the worst-case search).
@@ -93,8 +105,20 @@ enum Command {
     Calibrate {
         #[command(flatten)]
         analysis: Analysis,
+        /// Seed of the randomised search and of the Poisson traffic.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Accepted for compatibility and ignored: calibrate writes no files.
+        #[arg(long, short, hide = true)]
+        quiet: bool,
     },
     /// Check scenario files without running them (also reads any trace through).
+    ///
+    /// Prints one `ok:` line per good file on stdout and each bad file's error on
+    /// stderr; exits 2 if any file is bad.
+    #[command(
+        after_help = "Examples:\n  ratesim validate scenarios/burst.toml\n  ratesim validate scenarios/*.toml"
+    )]
     Validate {
         /// The scenario files.
         #[arg(required = true)]
@@ -112,13 +136,11 @@ struct Common {
     /// Algorithms to run, comma-separated, or `all` [default: the scenario's list].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     algos: Option<Vec<String>>,
-    /// Output directory [default: output/<scenario>; for compare, output/].
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
     /// Override the scenario's random seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// How to print the summary on stdout.
+    /// How to print the summary on stdout (csv and json: the rows of summary.csv and
+    /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Skip the PNG charts.
@@ -142,7 +164,7 @@ struct Analysis {
     #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
     limit: Rule,
     /// Bucket capacity for token/leaky bucket and GCRA [default: MAX].
-    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "B", value_parser = parse_burst)]
     burst: Option<u64>,
     /// Algorithms, comma-separated, or `all`.
     #[arg(
@@ -155,15 +177,9 @@ struct Analysis {
     /// Randomised trials per algorithm, after the systematic constructions.
     #[arg(long, default_value_t = 300)]
     trials: u32,
-    /// Seed of the randomised search (and of calibrate's Poisson traffic).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
     /// How to print the results on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// Do not list the files written.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 impl Analysis {
@@ -182,10 +198,10 @@ impl Analysis {
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))
     }
 
-    fn search(&self) -> SearchOptions {
+    fn search(&self, seed: u64) -> SearchOptions {
         SearchOptions {
             trials: self.trials,
-            seed: self.seed,
+            seed,
         }
     }
 }
@@ -194,9 +210,9 @@ impl Analysis {
 enum Format {
     /// A table for people.
     Table,
-    /// summary.csv's rows.
+    /// One CSV row per algorithm.
     Csv,
-    /// summary.json's content.
+    /// A JSON array, one object per algorithm.
     Json,
 }
 
@@ -270,24 +286,35 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn dispatch(command: Command) -> Result<(), Failure> {
     match command {
-        Command::Run { scenario, common } => {
+        Command::Run {
+            scenario,
+            out,
+            common,
+        } => {
             let mut scenario = Scenario::load(&scenario).map_err(input)?;
             apply_overrides(&mut scenario, &common)?;
             scenario.validate().map_err(input)?;
-            let out = common
-                .out
-                .clone()
-                .unwrap_or_else(|| Path::new("output").join(&scenario.name));
+            let out = out.unwrap_or_else(|| Path::new("output").join(&scenario.name));
             let report = simulate(&scenario, &out, &common)?;
             print_summary(&[report], common.format)
         }
         Command::Compare {
             scenarios,
             limit,
+            out,
             common,
-        } => compare(&scenarios, limit, &common),
-        Command::WorstCase { analysis, out } => worst_case(&analysis, out),
-        Command::Calibrate { analysis } => calibrate(&analysis),
+        } => compare(&scenarios, limit, out, &common),
+        Command::WorstCase {
+            analysis,
+            seed,
+            out,
+            quiet,
+        } => worst_case(&analysis, seed, out, quiet),
+        Command::Calibrate {
+            analysis,
+            seed,
+            quiet: _,
+        } => calibrate(&analysis, seed),
         Command::Validate { scenarios } => validate(&scenarios),
         Command::List => print(&list_text()),
         Command::Demo => print(&ratesim::demo::demo_text()),
@@ -368,7 +395,12 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<(), Failure> {
+fn compare(
+    files: &[PathBuf],
+    limit: Option<Rule>,
+    out: Option<PathBuf>,
+    common: &Common,
+) -> Result<(), Failure> {
     // Load everything first so a bad file fails before any run.
     let mut scenarios = Vec::new();
     if files.is_empty() {
@@ -406,10 +438,7 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
             pair[0]
         )));
     }
-    let root = common
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("output"));
+    let root = out.unwrap_or_else(|| PathBuf::from("output"));
     let mut reports = Vec::new();
     for scenario in &scenarios {
         reports.push(simulate(scenario, &root.join(&scenario.name), common)?);
@@ -417,7 +446,12 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
     print_summary(&reports, common.format)
 }
 
-fn worst_case(analysis: &Analysis, out: Option<PathBuf>) -> Result<(), Failure> {
+fn worst_case(
+    analysis: &Analysis,
+    seed: u64,
+    out: Option<PathBuf>,
+    quiet: bool,
+) -> Result<(), Failure> {
     let rule = analysis.rule()?;
     let algorithms = analysis.algorithms()?;
     let out = out.unwrap_or_else(|| Path::new("output").join("worst-case"));
@@ -426,14 +460,14 @@ fn worst_case(analysis: &Analysis, out: Option<PathBuf>) -> Result<(), Failure> 
     let mut cases = Vec::new();
     let mut written = Vec::new();
     for name in &algorithms {
-        let case = worst_case::search(name, rule, analysis.search()).map_err(input)?;
+        let case = worst_case::search(name, rule, analysis.search(seed)).map_err(input)?;
         let trace = out.join(format!("{name}.csv"));
         written.push(write_text(&trace, &worst_case::trace_csv(&case))?);
         let scenario = worst_case::replay_scenario(&case, &rule, &format!("{name}.csv"));
         written.push(write_text(&out.join(format!("{name}.toml")), &scenario)?);
         cases.push(case);
     }
-    if !analysis.quiet {
+    if !quiet {
         for path in &written {
             eprintln!("wrote {}", path.display());
         }
@@ -486,11 +520,11 @@ fn machine_readable<T: serde::Serialize>(format: Format, rows: &[T]) -> Result<S
     })
 }
 
-fn calibrate(analysis: &Analysis) -> Result<(), Failure> {
+fn calibrate(analysis: &Analysis, seed: u64) -> Result<(), Failure> {
     let rule = analysis.rule()?;
     let mut rows = Vec::new();
     for name in analysis.algorithms()? {
-        rows.push(calibrate::calibrate(&name, rule, analysis.search()).map_err(input)?);
+        rows.push(calibrate::calibrate(&name, rule, analysis.search(seed)).map_err(input)?);
     }
     let text = match analysis.format {
         Format::Table => {
@@ -764,6 +798,19 @@ fn parse_limit(text: &str) -> Result<Rule, String> {
     })?;
     let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
     Rule::new(max, window).map_err(|e| e.to_string())
+}
+
+/// Parses `--burst B`: a whole number of at least 1.
+fn parse_burst(text: &str) -> Result<u64, String> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<u64>() {
+        Ok(0) => Err("the burst must be at least 1".to_string()),
+        Ok(b) => Ok(b),
+        Err(_) if digits => Err(format!("`{text}` is too large (at most {})", u64::MAX)),
+        Err(_) => Err(format!(
+            "`{text}` is not a whole number; the burst must be at least 1"
+        )),
+    }
 }
 
 /// Writes to stdout; a closed pipe (`ratesim demo | head`) ends quietly.

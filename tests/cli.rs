@@ -500,6 +500,49 @@ fn validate_checks_every_file_and_fails_if_any_is_bad() {
     );
 }
 
+/// Each command's help describes that command only: no files it does not write, no
+/// flags of another command, and examples for every command that takes input.
+#[test]
+fn help_describes_only_what_each_command_does() {
+    let t = TestDir::new();
+    for command in ["worst-case", "calibrate"] {
+        let help = t.ok(&[command, "--help"]);
+        assert!(!help.contains("summary.csv"), "{command} --help:\n{help}");
+        assert!(
+            help.contains("One CSV row per algorithm"),
+            "{command} --help:\n{help}"
+        );
+    }
+    let worst = t.ok(&["worst-case", "--help"]);
+    assert!(!worst.contains("calibrate"), "{worst}");
+    assert!(worst.contains("Do not list the files written"), "{worst}");
+    let calibrate = t.ok(&["calibrate", "--help"]);
+    assert!(!calibrate.contains("files written"), "{calibrate}");
+    assert!(!calibrate.contains("--quiet"), "{calibrate}");
+    assert!(
+        calibrate.contains("Seed of the randomised search and of the Poisson traffic"),
+        "{calibrate}"
+    );
+    let run = t.ok(&["run", "--help"]);
+    assert!(!run.contains("compare"), "{run}");
+    assert!(
+        run.contains("Output directory [default: output/<scenario>]"),
+        "{run}"
+    );
+    let compare = t.ok(&["compare", "--help"]);
+    assert!(
+        compare.contains("each scenario's files go to <DIR>/<scenario>/ [default: output]"),
+        "{compare}"
+    );
+    let validate = t.ok(&["validate", "--help"]);
+    assert!(
+        validate.contains(
+            "Examples:\n  ratesim validate scenarios/burst.toml\n  ratesim validate scenarios/*.toml"
+        ),
+        "{validate}"
+    );
+}
+
 #[test]
 fn a_closed_pipe_ends_quietly() {
     use std::io::Read;
@@ -632,7 +675,8 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         ),
         case("compare with two scenarios of one name", vec![("a.toml", bad("name", "\"same\"")), ("b.toml", bad("name", "\"same\""))], vec!["compare", "--scenario", "a.toml", "--scenario", "b.toml"], vec!["same"]),
         case("worst-case with a huge limit", vec![], vec!["worst-case", "--limit", "20000000/1s"], vec!["too large", "100000"]),
-        case("calibrate with a bad --burst", vec![], vec!["calibrate", "--limit", "5/1s", "--burst", "0"], vec!["--burst"]),
+        case("calibrate with a bad --burst", vec![], vec!["calibrate", "--limit", "5/1s", "--burst", "0"], vec!["--burst", "the burst must be at least 1"]),
+        case("worst-case with a huge --burst", vec![], vec!["worst-case", "--limit", "5/1s", "--burst", "18446744073709551616"], vec!["--burst", "`18446744073709551616` is too large (at most 18446744073709551615)"]),
     ];
     assert!(cases.len() >= 25);
     for c in cases {
