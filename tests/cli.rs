@@ -852,9 +852,9 @@ fn compare_limit_too_short_for_the_built_in_bursts_says_which_and_why() {
     assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "ratesim: error: --limit: the built-in burst scenario: a window of 0.000000001s is \
+        "ratesim: error: --limit: the built-in burst scenario: a window of 1ns is \
          too short for the boundary bursts (spread 0s; `period` is not set): boundary bursts \
-         need 2 × spread + 1ns < window, so a window of at least 0.000000002s\n",
+         need 2 × spread + 1ns < window, so a window of at least 2ns\n",
         "{}",
         describe(&args, &out)
     );

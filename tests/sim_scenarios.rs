@@ -257,7 +257,7 @@ fn a_boundary_burst_that_does_not_fit_states_the_rule_at_the_field_at_fault() {
         error_of(&format!("{BASE}{burst}period = \"0s\"\n")),
         format!(
             "dir/bad.toml:9:10: `period` of 0s is too short for a spread of 0s: {rule}, \
-             so a period of at least 0.000000002s"
+             so a period of at least 2ns"
         )
     );
     assert_eq!(
@@ -265,8 +265,8 @@ fn a_boundary_burst_that_does_not_fit_states_the_rule_at_the_field_at_fault() {
             "{BASE}{burst}spread = \"2ns\"\nperiod = \"1ns\"\n"
         )),
         format!(
-            "dir/bad.toml:10:10: `period` of 0.000000001s is too short for a spread of \
-             0.000000002s: {rule}, so a period of at least 0.000000006s"
+            "dir/bad.toml:10:10: `period` of 1ns is too short for a spread of 2ns: {rule}, \
+             so a period of at least 6ns"
         )
     );
     // A spread that fits its explicit period is fine, whatever the window.
@@ -279,9 +279,8 @@ fn a_boundary_burst_that_does_not_fit_states_the_rule_at_the_field_at_fault() {
             BASE.replace("window = \"10s\"", "window = \"1ns\"")
         )),
         format!(
-            "dir/bad.toml:7:8: the window of 0.000000001s is too short to be this \
-             boundary_burst's period with a spread of 0s: {rule}; set `period` to at least \
-             0.000000002s"
+            "dir/bad.toml:7:8: the window of 1ns is too short to be this boundary_burst's \
+             period with a spread of 0s: {rule}; set `period` to at least 2ns"
         )
     );
 }
