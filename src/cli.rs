@@ -294,6 +294,9 @@ fn dispatch(command: Command) -> Result<(), Failure> {
             let mut scenario = Scenario::load(&scenario).map_err(input)?;
             apply_overrides(&mut scenario, &common)?;
             scenario.validate().map_err(input)?;
+            if let Some(warning) = size_warning(&scenario, !common.no_decisions) {
+                eprintln!("ratesim: warning: {warning}");
+            }
             let out = out.unwrap_or_else(|| Path::new("output").join(&scenario.name));
             let report = simulate(&scenario, &out, &common)?;
             print_summary(&[report], common.format)
@@ -429,6 +432,9 @@ fn compare(
         apply_overrides(scenario, common)?;
         // Every trace is read through before the first run writes anything.
         scenario.validate().map_err(input)?;
+        if let Some(warning) = size_warning(scenario, !common.no_decisions) {
+            eprintln!("ratesim: warning: {}: {warning}", scenario.name);
+        }
     }
     let mut names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
@@ -604,6 +610,9 @@ fn validate(files: &[PathBuf]) -> Result<(), Failure> {
 fn validate_one(file: &Path) -> Result<String, ScenarioError> {
     let scenario = Scenario::load(file)?;
     scenario.validate()?;
+    let warning = size_warning(&scenario, true)
+        .map(|w| format!("warning: {}: {w}\n", file.display()))
+        .unwrap_or_default();
     Ok(format!(
         "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {}{})\n",
         file.display(),
@@ -619,7 +628,71 @@ fn validate_one(file: &Path) -> Result<String, ScenarioError> {
             .iter()
             .map(|l| format!(" and {l}"))
             .collect::<String>(),
-    ))
+    ) + &warning)
+}
+
+/// Above this many expected arrivals, `validate`, `run` and `compare` warn.
+const ENORMOUS_RUN: u128 = 1_000_000_000;
+
+/// A warning for a scenario expected to generate more than [`ENORMOUS_RUN`] requests:
+/// the estimate and, if `decisions` (decisions.csv would be written), that file's
+/// approximate size. `None` for an ordinary run.
+fn size_warning(scenario: &Scenario, decisions: bool) -> Option<String> {
+    let arrivals = scenario.expected_arrivals();
+    if arrivals <= ENORMOUS_RUN {
+        return None;
+    }
+    let mut text = format!("about {} requests to simulate", grouped(arrivals));
+    if decisions {
+        let algorithms = scenario.algorithms.len();
+        let rows = arrivals.saturating_mul(algorithms as u128);
+        // A row is about 50 bytes plus the digits of its seq and of its time in
+        // whole seconds (measured on the bundled scenarios).
+        let digits = |n: u128| n.checked_ilog10().map_or(1, |d| d + 1);
+        let row_bytes =
+            50 + digits(arrivals) + digits(u128::from(scenario.duration.as_u64() / 1_000_000_000));
+        let some = match scenario.client {
+            sim::ClientModel::Open => "about",
+            sim::ClientModel::Retry { .. } => "at least",
+        };
+        text.push_str(&format!(
+            "; decisions.csv would hold {some} {} rows ({algorithms} algorithm{}), about {} \
+             (--no-decisions skips it)",
+            grouped(rows),
+            plural(algorithms),
+            bytes(rows.saturating_mul(u128::from(row_bytes))),
+        ));
+    }
+    Some(text)
+}
+
+/// `n` with thousands separators: `86,400,000,000,000`.
+fn grouped(n: u128) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count in decimal units, two significant figures: `36 PB`, `1.2 GB`.
+fn bytes(n: u128) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 999.5 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if value < 9.95 && unit > 0 {
+        format!("{value:.1} {}", UNITS[unit])
+    } else {
+        format!("{value:.0} {}", UNITS[unit])
+    }
 }
 
 fn plural(n: usize) -> &'static str {

@@ -543,6 +543,73 @@ fn help_describes_only_what_each_command_does() {
     );
 }
 
+/// A scenario of about 8.6 × 10^13 requests (10^9 a second for a day).
+fn enormous_scenario() -> String {
+    scenario_with("duration", "\"1d\"").replace("rate = 2", "rate = 1000000000")
+}
+
+#[test]
+fn validate_warns_about_an_enormous_run_without_failing() {
+    let t = TestDir::new();
+    t.write("big.toml", enormous_scenario());
+    let out = t.ok(&["validate", "big.toml", "scenarios/burst.toml"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("ok: big.toml (x: "), "{out}");
+    assert_eq!(
+        lines[1],
+        "warning: big.toml: about 86,400,000,000,000 requests to simulate; decisions.csv \
+         would hold about 518,400,000,000,000 rows (6 algorithms), about 36 PB \
+         (--no-decisions skips it)",
+    );
+    assert!(lines[2].starts_with("ok: scenarios/burst.toml ("), "{out}");
+}
+
+#[test]
+fn run_warns_about_an_enormous_run_before_starting_it() {
+    use std::io::BufRead;
+    let t = TestDir::new();
+    t.write("big.toml", enormous_scenario());
+    for (extra, expected) in [
+        (
+            None,
+            "ratesim: warning: about 86,400,000,000,000 requests to simulate; decisions.csv \
+             would hold about 518,400,000,000,000 rows (6 algorithms), about 36 PB \
+             (--no-decisions skips it)",
+        ),
+        (
+            Some("--no-decisions"),
+            "ratesim: warning: about 86,400,000,000,000 requests to simulate",
+        ),
+    ] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ratesim"))
+            .current_dir(t.path())
+            .args(["run", "big.toml", "--out", "o", "--quiet", "--no-charts"])
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read the first line on another thread: without a warning the run would
+        // keep stderr silent for hours.
+        let stderr = child.stderr.take().unwrap();
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = String::new();
+            let _ = std::io::BufReader::new(stderr).read_line(&mut first);
+            let _ = send.send(first);
+        });
+        let first = receive.recv_timeout(std::time::Duration::from_secs(60));
+        // The run is not refused: it is still going when the warning arrives.
+        let still_running = child.try_wait().unwrap().is_none();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let first = first.unwrap_or_else(|_| panic!("{extra:?}: no warning within 60 s"));
+        assert_eq!(first.trim_end(), expected, "{extra:?}");
+        assert!(still_running, "{extra:?}: the run was refused");
+    }
+}
+
 #[test]
 fn a_closed_pipe_ends_quietly() {
     use std::io::Read;

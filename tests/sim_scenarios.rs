@@ -532,6 +532,31 @@ fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
 }
 
 #[test]
+fn the_expected_arrival_count_is_close_to_what_each_bundled_scenario_sends() {
+    for path in bundled() {
+        let s = load(&path);
+        let mut stream = ArrivalStream::new(&s).unwrap();
+        let mut actual = 0u128;
+        while stream.next_arrival().unwrap().is_some() {
+            actual += 1;
+        }
+        let expected = s.expected_arrivals();
+        let name = path.display();
+        if path.ends_with("trace_replay.toml") {
+            assert_eq!(expected, 0, "{name}: traces are not counted");
+        } else if path.ends_with("uniform.toml") {
+            assert_eq!(expected, actual, "{name}: uniform is exact");
+        } else {
+            // Random sources and burst halves cut off at the end: within 10%.
+            assert!(
+                expected.abs_diff(actual) * 10 <= actual,
+                "{name}: expected about {expected}, sent {actual}"
+            );
+        }
+    }
+}
+
+#[test]
 fn arrivals_come_in_time_order_across_sources() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/poisson.toml");
     let mut s = load(&path);

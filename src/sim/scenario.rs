@@ -380,6 +380,38 @@ impl Scenario {
         Ok(())
     }
 
+    /// About how many arrivals the sources generate over the run, all keys together:
+    /// `rate × time` for uniform (exactly: `ceil`), Poisson and the busy part of
+    /// on/off sources, `2 × size` per boundary for boundary bursts. Trace sources
+    /// are not counted (they hold what their file holds), nor are retries. For
+    /// warnings about enormous runs, never for a decision.
+    pub fn expected_arrivals(&self) -> u128 {
+        const PER_GIGA: u128 = NANOS_PER_SEC as u128 * NANOS_PER_SEC as u128;
+        let at_rate =
+            |rate: Rate, ns: u128| (ns * u128::from(rate.per_giga_secs)).div_ceil(PER_GIGA);
+        self.traffic
+            .iter()
+            .map(|spec| {
+                let span = u128::from(spec.end.saturating_sub(spec.start).as_u64());
+                match &spec.kind {
+                    TrafficKind::Uniform { rate } | TrafficKind::Poisson { rate } => {
+                        at_rate(*rate, span)
+                    }
+                    TrafficKind::OnOff { rate, on, off } => {
+                        let (on, off) = (u128::from(on.as_u64()), u128::from(off.as_u64()));
+                        at_rate(*rate, span * on / (on + off))
+                    }
+                    TrafficKind::BoundaryBurst { size, period, .. } => {
+                        let period = period.unwrap_or(self.rule.window()).as_u64();
+                        span.div_ceil(u128::from(period.max(1)))
+                            .saturating_mul(2 * u128::from(*size))
+                    }
+                    TrafficKind::Trace { .. } => 0,
+                }
+            })
+            .fold(0, u128::saturating_add)
+    }
+
     /// Checks what parsing cannot: every trace file exists, is well formed and sorted.
     /// Reads traces as a stream, never whole.
     pub fn validate(&self) -> Result<(), ScenarioError> {
@@ -1236,6 +1268,47 @@ rate = 0.3
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("gcra", "gcra"), 0);
+    }
+
+    #[test]
+    fn the_expected_arrival_count_follows_each_source_kind() {
+        let with = |traffic: &str| {
+            parse(&format!(
+                "name = \"t\"\nduration = \"60s\"\n[limit]\nmax_requests = 5\n\
+                 window = \"10s\"\n[[traffic]]\n{traffic}"
+            ))
+            .unwrap()
+            .expected_arrivals()
+        };
+        // ceil(60 s × 0.3 per s): arrivals at 0, 3.33…, …, 56.66… s.
+        assert_eq!(with("kind = \"uniform\"\nrate = 0.3\n"), 18);
+        assert_eq!(with("kind = \"uniform\"\nrate = 2\nstart = \"30s\"\n"), 60);
+        assert_eq!(with("kind = \"poisson\"\nrate = 2\n"), 120);
+        // Busy a quarter of the time.
+        assert_eq!(
+            with("kind = \"on_off\"\nrate = 10\non = \"1s\"\noff = \"3s\"\n"),
+            150
+        );
+        // 2 × size at each of the six boundaries 10 s … 60 s.
+        assert_eq!(with("kind = \"boundary_burst\"\nsize = 5\n"), 60);
+        assert_eq!(
+            with("kind = \"boundary_burst\"\nsize = 5\nperiod = \"7s\"\n"),
+            90
+        );
+        // Traces are not counted: they are as long as their file.
+        assert_eq!(with("kind = \"trace\"\npath = \"t.csv\"\n"), 0);
+        // Sources add up, and the largest rate over the longest duration does not overflow.
+        let huge = parse(
+            "name = \"t\"\nduration = \"213503d\"\n[limit]\nmax_requests = 5\n\
+             window = \"1ns\"\n[[traffic]]\nkind = \"uniform\"\nrate = 18000000000\n\
+             [[traffic]]\nkind = \"poisson\"\nrate = 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            huge.expected_arrivals(),
+            18_000_000_001 * 213_503 * 86_400,
+            "{huge:?}"
+        );
     }
 
     #[test]
