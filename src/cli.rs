@@ -860,13 +860,14 @@ fn parse_limit(text: &str) -> Result<Rule, String> {
     let max: u64 = max.parse().map_err(|e: std::num::ParseIntError| {
         let digits = !max.is_empty() && max.bytes().all(|b| b.is_ascii_digit());
         match e.kind() {
+            // clap quotes the whole value before these, so they need not repeat it.
             std::num::IntErrorKind::PosOverflow if digits => {
-                format!("`{max}` is too large (at most {}) (in `{text}`)", u64::MAX)
+                format!("`{max}` is too large (at most {})", u64::MAX)
             }
             _ if max.starts_with('-') => {
-                format!("`{max}` is negative; expected a whole number of requests (in `{text}`)")
+                format!("`{max}` is negative; expected a whole number of requests")
             }
-            _ => format!("`{max}` is not a whole number of requests (in `{text}`)"),
+            _ => format!("`{max}` is not a whole number of requests"),
         }
     })?;
     let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
