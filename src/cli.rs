@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
 use ratesim::sim::worst_case::{self, SearchOptions};
 use ratesim::sim::{
-    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError, calibrate,
+    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, ScenarioError, SimError,
+    calibrate,
 };
 use ratesim::{Nanos, Registry, Rule, bundled};
 
@@ -50,6 +51,9 @@ enum Command {
     Run {
         /// The scenario file (TOML; see docs/scenarios.md).
         scenario: PathBuf,
+        /// Output directory [default: output/<scenario>].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -65,6 +69,9 @@ enum Command {
         /// Replace every scenario's limit, as MAX/WINDOW (e.g. 100/60s, 5/10s, 10/250ms).
         #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
         limit: Option<Rule>,
+        /// Output root: each scenario's files go to <DIR>/<scenario>/ [default: output].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -80,9 +87,15 @@ enum Command {
     WorstCase {
         #[command(flatten)]
         analysis: Analysis,
+        /// Seed of the randomised search.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
         /// Where the winning streams go [default: output/worst-case].
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Do not list the files written.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// What "N per W" really admits with each algorithm, and a strict setting that never
     /// exceeds N in any window (verified by the worst-case search).
@@ -92,8 +105,20 @@ enum Command {
     Calibrate {
         #[command(flatten)]
         analysis: Analysis,
+        /// Seed of the randomised search and of the Poisson traffic.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Accepted for compatibility and ignored: calibrate writes no files.
+        #[arg(long, short, hide = true)]
+        quiet: bool,
     },
     /// Check scenario files without running them (also reads any trace through).
+    ///
+    /// Prints one `ok:` line per good file on stdout and each bad file's error on
+    /// stderr; exits 2 if any file is bad.
+    #[command(
+        after_help = "Examples:\n  ratesim validate scenarios/burst.toml\n  ratesim validate scenarios/*.toml"
+    )]
     Validate {
         /// The scenario files.
         #[arg(required = true)]
@@ -111,13 +136,11 @@ struct Common {
     /// Algorithms to run, comma-separated, or `all` [default: the scenario's list].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     algos: Option<Vec<String>>,
-    /// Output directory [default: output/<scenario>; for compare, output/].
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
     /// Override the scenario's random seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// How to print the summary on stdout.
+    /// How to print the summary on stdout (csv and json: the rows of summary.csv and
+    /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Skip the PNG charts.
@@ -141,7 +164,7 @@ struct Analysis {
     #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
     limit: Rule,
     /// Bucket capacity for token/leaky bucket and GCRA [default: MAX].
-    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "B", value_parser = parse_burst)]
     burst: Option<u64>,
     /// Algorithms, comma-separated, or `all`.
     #[arg(
@@ -154,15 +177,9 @@ struct Analysis {
     /// Randomised trials per algorithm, after the systematic constructions.
     #[arg(long, default_value_t = 300)]
     trials: u32,
-    /// Seed of the randomised search (and of calibrate's Poisson traffic).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
     /// How to print the results on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// Do not list the files written.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 impl Analysis {
@@ -177,15 +194,14 @@ impl Analysis {
     }
 
     fn algorithms(&self) -> Result<Vec<String>, Failure> {
-        Registry::default()
-            .resolve(&self.algos)
+        Scenario::resolve_algorithms(algos_flag(&self.algos)?)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))
     }
 
-    fn search(&self) -> SearchOptions {
+    fn search(&self, seed: u64) -> SearchOptions {
         SearchOptions {
             trials: self.trials,
-            seed: self.seed,
+            seed,
         }
     }
 }
@@ -194,9 +210,9 @@ impl Analysis {
 enum Format {
     /// A table for people.
     Table,
-    /// summary.csv's rows.
+    /// One CSV row per algorithm.
     Csv,
-    /// summary.json's content.
+    /// A JSON array, one object per algorithm.
     Json,
 }
 
@@ -270,24 +286,38 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn dispatch(command: Command) -> Result<(), Failure> {
     match command {
-        Command::Run { scenario, common } => {
+        Command::Run {
+            scenario,
+            out,
+            common,
+        } => {
             let mut scenario = Scenario::load(&scenario).map_err(input)?;
             apply_overrides(&mut scenario, &common)?;
             scenario.validate().map_err(input)?;
-            let out = common
-                .out
-                .clone()
-                .unwrap_or_else(|| Path::new("output").join(&scenario.name));
+            if let Some(warning) = size_warning(&scenario, !common.no_decisions) {
+                eprintln!("ratesim: warning: {warning}");
+            }
+            let out = out.unwrap_or_else(|| Path::new("output").join(&scenario.name));
             let report = simulate(&scenario, &out, &common)?;
             print_summary(&[report], common.format)
         }
         Command::Compare {
             scenarios,
             limit,
+            out,
             common,
-        } => compare(&scenarios, limit, &common),
-        Command::WorstCase { analysis, out } => worst_case(&analysis, out),
-        Command::Calibrate { analysis } => calibrate(&analysis),
+        } => compare(&scenarios, limit, out, &common),
+        Command::WorstCase {
+            analysis,
+            seed,
+            out,
+            quiet,
+        } => worst_case(&analysis, seed, out, quiet),
+        Command::Calibrate {
+            analysis,
+            seed,
+            quiet: _,
+        } => calibrate(&analysis, seed),
         Command::Validate { scenarios } => validate(&scenarios),
         Command::List => print(&list_text()),
         Command::Demo => print(&ratesim::demo::demo_text()),
@@ -300,10 +330,21 @@ fn apply_overrides(scenario: &mut Scenario, common: &Common) -> Result<(), Failu
     }
     if let Some(algos) = &common.algos {
         scenario
-            .set_algorithms(algos)
+            .set_algorithms(algos_flag(algos)?)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
     }
     Ok(())
+}
+
+/// The names given to `--algos`, refusing an empty one: `--algos gcra,` splits into
+/// `gcra` and an empty name, most likely a stray comma.
+fn algos_flag(names: &[String]) -> Result<&[String], Failure> {
+    if names.iter().any(|n| n.trim().is_empty()) {
+        return Err(input(anyhow::anyhow!(
+            "--algos: empty algorithm name (a trailing comma?)"
+        )));
+    }
+    Ok(names)
 }
 
 /// Runs one scenario, already validated (its traces read through), and writes every
@@ -366,7 +407,12 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<(), Failure> {
+fn compare(
+    files: &[PathBuf],
+    limit: Option<Rule>,
+    out: Option<PathBuf>,
+    common: &Common,
+) -> Result<(), Failure> {
     // Load everything first so a bad file fails before any run.
     let mut scenarios = Vec::new();
     if files.is_empty() {
@@ -382,13 +428,22 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
     }
     for scenario in &mut scenarios {
         if let Some(rule) = limit {
-            scenario
-                .set_rule(rule)
-                .map_err(|e| input(anyhow::Error::new(e).context("--limit")))?;
+            scenario.set_rule(rule).map_err(|e| {
+                // A built-in scenario has no file the user could open: name it instead.
+                let e = if files.is_empty() {
+                    anyhow::anyhow!("the built-in {} scenario: {}", scenario.name, e.message)
+                } else {
+                    e.into()
+                };
+                input(e.context("--limit"))
+            })?;
         }
         apply_overrides(scenario, common)?;
         // Every trace is read through before the first run writes anything.
         scenario.validate().map_err(input)?;
+        if let Some(warning) = size_warning(scenario, !common.no_decisions) {
+            eprintln!("ratesim: warning: {}: {warning}", scenario.name);
+        }
     }
     let mut names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
@@ -398,10 +453,7 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
             pair[0]
         )));
     }
-    let root = common
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("output"));
+    let root = out.unwrap_or_else(|| PathBuf::from("output"));
     let mut reports = Vec::new();
     for scenario in &scenarios {
         reports.push(simulate(scenario, &root.join(&scenario.name), common)?);
@@ -409,7 +461,12 @@ fn compare(files: &[PathBuf], limit: Option<Rule>, common: &Common) -> Result<()
     print_summary(&reports, common.format)
 }
 
-fn worst_case(analysis: &Analysis, out: Option<PathBuf>) -> Result<(), Failure> {
+fn worst_case(
+    analysis: &Analysis,
+    seed: u64,
+    out: Option<PathBuf>,
+    quiet: bool,
+) -> Result<(), Failure> {
     let rule = analysis.rule()?;
     let algorithms = analysis.algorithms()?;
     let out = out.unwrap_or_else(|| Path::new("output").join("worst-case"));
@@ -418,14 +475,14 @@ fn worst_case(analysis: &Analysis, out: Option<PathBuf>) -> Result<(), Failure> 
     let mut cases = Vec::new();
     let mut written = Vec::new();
     for name in &algorithms {
-        let case = worst_case::search(name, rule, analysis.search()).map_err(input)?;
+        let case = worst_case::search(name, rule, analysis.search(seed)).map_err(input)?;
         let trace = out.join(format!("{name}.csv"));
         written.push(write_text(&trace, &worst_case::trace_csv(&case))?);
         let scenario = worst_case::replay_scenario(&case, &rule, &format!("{name}.csv"));
         written.push(write_text(&out.join(format!("{name}.toml")), &scenario)?);
         cases.push(case);
     }
-    if !analysis.quiet {
+    if !quiet {
         for path in &written {
             eprintln!("wrote {}", path.display());
         }
@@ -478,11 +535,11 @@ fn machine_readable<T: serde::Serialize>(format: Format, rows: &[T]) -> Result<S
     })
 }
 
-fn calibrate(analysis: &Analysis) -> Result<(), Failure> {
+fn calibrate(analysis: &Analysis, seed: u64) -> Result<(), Failure> {
     let rule = analysis.rule()?;
     let mut rows = Vec::new();
     for name in analysis.algorithms()? {
-        rows.push(calibrate::calibrate(&name, rule, analysis.search()).map_err(input)?);
+        rows.push(calibrate::calibrate(&name, rule, analysis.search(seed)).map_err(input)?);
     }
     let text = match analysis.format {
         Format::Table => {
@@ -531,29 +588,120 @@ fn write_text(path: &Path, text: &str) -> Result<PathBuf, Failure> {
     Ok(file.finish().context("cannot write the results")?)
 }
 
+/// Checks every file, printing `ok: …` on stdout for a good one and its error on
+/// stderr for a bad one, so one run over `scenarios/*.toml` reports them all. Fails
+/// (exit 2) if any file is bad; with several files a last line counts them.
 fn validate(files: &[PathBuf]) -> Result<(), Failure> {
-    let mut text = String::new();
+    let mut failures = Vec::new();
     for file in files {
-        let scenario = Scenario::load(file).map_err(input)?;
-        scenario.validate().map_err(input)?;
+        match validate_one(file) {
+            Ok(line) => print(&line)?,
+            Err(e) => {
+                if files.len() > 1 {
+                    eprintln!("ratesim: error: {e}");
+                }
+                failures.push(e);
+            }
+        }
+    }
+    match failures.len() {
+        0 => Ok(()),
+        // One file: its error is the whole story, reported like any other error.
+        _ if files.len() == 1 => Err(input(failures.remove(0))),
+        n => Err(input(anyhow::anyhow!(
+            "{n} of {} scenario files are invalid",
+            files.len()
+        ))),
+    }
+}
+
+/// Loads and validates one scenario file; the `ok: …` line describing it.
+fn validate_one(file: &Path) -> Result<String, ScenarioError> {
+    let scenario = Scenario::load(file)?;
+    scenario.validate()?;
+    let warning = size_warning(&scenario, true)
+        .map(|w| format!("warning: {}: {w}\n", file.display()))
+        .unwrap_or_default();
+    Ok(format!(
+        "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {}{})\n",
+        file.display(),
+        scenario.name,
+        scenario.traffic.len(),
+        plural(scenario.traffic.len()),
+        scenario.algorithms.len(),
+        plural(scenario.algorithms.len()),
+        scenario.client.name(),
+        scenario.rule,
+        scenario
+            .extra_limits
+            .iter()
+            .map(|l| format!(" and {l}"))
+            .collect::<String>(),
+    ) + &warning)
+}
+
+/// Above this many expected arrivals, `validate`, `run` and `compare` warn.
+const ENORMOUS_RUN: u128 = 1_000_000_000;
+
+/// A warning for a scenario expected to generate more than [`ENORMOUS_RUN`] requests:
+/// the estimate and, if `decisions` (decisions.csv would be written), that file's
+/// approximate size. `None` for an ordinary run.
+fn size_warning(scenario: &Scenario, decisions: bool) -> Option<String> {
+    let arrivals = scenario.expected_arrivals();
+    if arrivals <= ENORMOUS_RUN {
+        return None;
+    }
+    let mut text = format!("about {} requests to simulate", grouped(arrivals));
+    if decisions {
+        let algorithms = scenario.algorithms.len();
+        let rows = arrivals.saturating_mul(algorithms as u128);
+        // A row is about 50 bytes plus the digits of its seq and of its time in
+        // whole seconds (measured on the bundled scenarios).
+        let digits = |n: u128| n.checked_ilog10().map_or(1, |d| d + 1);
+        let row_bytes =
+            50 + digits(arrivals) + digits(u128::from(scenario.duration.as_u64() / 1_000_000_000));
+        let some = match scenario.client {
+            sim::ClientModel::Open => "about",
+            sim::ClientModel::Retry { .. } => "at least",
+        };
         text.push_str(&format!(
-            "ok: {} ({}: {} traffic source{}, {} algorithm{}, {} client, limit {}{})\n",
-            file.display(),
-            scenario.name,
-            scenario.traffic.len(),
-            plural(scenario.traffic.len()),
-            scenario.algorithms.len(),
-            plural(scenario.algorithms.len()),
-            scenario.client.name(),
-            scenario.rule,
-            scenario
-                .extra_limits
-                .iter()
-                .map(|l| format!(" and {l}"))
-                .collect::<String>(),
+            "; decisions.csv would hold {some} {} rows ({algorithms} algorithm{}), about {} \
+             (--no-decisions skips it)",
+            grouped(rows),
+            plural(algorithms),
+            bytes(rows.saturating_mul(u128::from(row_bytes))),
         ));
     }
-    print(&text)
+    Some(text)
+}
+
+/// `n` with thousands separators: `86,400,000,000,000`.
+fn grouped(n: u128) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count in decimal units, two significant figures: `36 PB`, `1.2 GB`.
+fn bytes(n: u128) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 999.5 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if value < 9.95 && unit > 0 {
+        format!("{value:.1} {}", UNITS[unit])
+    } else {
+        format!("{value:.0} {}", UNITS[unit])
+    }
 }
 
 fn plural(n: usize) -> &'static str {
@@ -719,12 +867,35 @@ fn parse_limit(text: &str) -> Result<Rule, String> {
     let (max, window) = text
         .split_once('/')
         .ok_or_else(|| format!("expected MAX/WINDOW like 100/60s, found `{text}`"))?;
-    let max: u64 = max
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{max}` is not a whole number of requests (in `{text}`)"))?;
+    let max = max.trim();
+    let max: u64 = max.parse().map_err(|e: std::num::ParseIntError| {
+        let digits = !max.is_empty() && max.bytes().all(|b| b.is_ascii_digit());
+        match e.kind() {
+            // clap quotes the whole value before these, so they need not repeat it.
+            std::num::IntErrorKind::PosOverflow if digits => {
+                format!("`{max}` is too large (at most {})", u64::MAX)
+            }
+            _ if max.starts_with('-') => {
+                format!("`{max}` is negative; expected a whole number of requests")
+            }
+            _ => format!("`{max}` is not a whole number of requests"),
+        }
+    })?;
     let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
     Rule::new(max, window).map_err(|e| e.to_string())
+}
+
+/// Parses `--burst B`: a whole number of at least 1.
+fn parse_burst(text: &str) -> Result<u64, String> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<u64>() {
+        Ok(0) => Err("the burst must be at least 1".to_string()),
+        Ok(b) => Ok(b),
+        Err(_) if digits => Err(format!("`{text}` is too large (at most {})", u64::MAX)),
+        Err(_) => Err(format!(
+            "`{text}` is not a whole number; the burst must be at least 1"
+        )),
+    }
 }
 
 /// Writes to stdout; a closed pipe (`ratesim demo | head`) ends quietly.

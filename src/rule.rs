@@ -224,6 +224,17 @@ mod tests {
     }
 
     #[test]
+    fn rules_display_as_the_limit_flag_writes_them() {
+        let rule = |max, ns| Rule::new(max, Nanos::new(ns)).unwrap();
+        assert_eq!(rule(5, 1).to_string(), "5/1ns");
+        assert_eq!(rule(100, 60_000_000_000).to_string(), "100/1m");
+        assert_eq!(
+            rule(10, 250_000_000).with_burst(4).unwrap().to_string(),
+            "10/250ms (burst 4)"
+        );
+    }
+
+    #[test]
     fn header_names_are_escaped_as_structured_field_strings() {
         let rule = Rule::new(3, Nanos::new(1)).unwrap();
         assert_eq!(rule.ratelimit_policy(r#"a"b\c"#), r#""a\"b\\c";q=3;w=1"#);

@@ -87,6 +87,9 @@ impl Nanos {
     ///
     /// More than nine decimal places is an error rather than a silent rounding.
     pub fn parse_decimal_secs(text: &str) -> Result<Nanos, ParseTimeError> {
+        if text.is_empty() {
+            return Err(ParseTimeError::Empty);
+        }
         parse_scaled(text, NANOS_PER_SEC)
     }
 
@@ -101,6 +104,9 @@ impl Nanos {
     /// ```
     pub fn parse_duration(text: &str) -> Result<Nanos, ParseTimeError> {
         let text = text.trim();
+        if text.is_empty() {
+            return Err(ParseTimeError::Empty);
+        }
         let split = text
             // Not only ASCII: the unit `µs` starts with a non-ASCII letter.
             .find(|c: char| c.is_alphabetic())
@@ -116,7 +122,8 @@ impl Nanos {
             "d" => 86_400 * NANOS_PER_SEC,
             other => return Err(ParseTimeError::UnknownUnit(other.to_string())),
         };
-        parse_scaled(number.trim(), scale)
+        // Errors quote the whole text, unit included: `-10s`, not `-10`.
+        parse_scaled(number.trim(), scale).map_err(|e| e.quoting(text))
     }
 }
 
@@ -172,8 +179,15 @@ fn parse_scaled(text: &str, scale: u64) -> Result<Nanos, ParseTimeError> {
 /// Why a time or duration could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseTimeError {
+    /// Nothing at all.
+    #[error(
+        "empty duration; expected a number of seconds or a duration like \"10s\", \"250ms\", \"1m\""
+    )]
+    Empty,
     /// Not a decimal number.
-    #[error("`{0}` is not a number of seconds or a duration like \"10s\", \"250ms\", \"1m\"")]
+    #[error(
+        "`{0}` is not a duration; expected a number of seconds or a duration like \"10s\", \"250ms\", \"1m\""
+    )]
     Invalid(String),
     /// A minus sign: time and durations here are never negative.
     #[error("`{0}` is negative; expected a duration of zero or more")]
@@ -187,6 +201,20 @@ pub enum ParseTimeError {
     /// A unit other than ns, us, ms, s, m, h, d.
     #[error("unknown time unit `{0}`; expected one of ns, us, ms, s, m, h, d")]
     UnknownUnit(String),
+}
+
+impl ParseTimeError {
+    /// The same error about `text` (the whole input) instead of the part that failed.
+    fn quoting(self, text: &str) -> ParseTimeError {
+        let text = text.to_string();
+        match self {
+            ParseTimeError::Empty | ParseTimeError::UnknownUnit(_) => self,
+            ParseTimeError::Invalid(_) => ParseTimeError::Invalid(text),
+            ParseTimeError::Negative(_) => ParseTimeError::Negative(text),
+            ParseTimeError::TooPrecise(_) => ParseTimeError::TooPrecise(text),
+            ParseTimeError::TooLarge(_) => ParseTimeError::TooLarge(text),
+        }
+    }
 }
 
 impl FromStr for Nanos {
@@ -205,10 +233,73 @@ impl fmt::Debug for Nanos {
 }
 
 impl fmt::Display for Nanos {
-    /// Exact decimal seconds with an `s` suffix: `2.5s`.
+    /// The shortest exact duration with a unit that [`Nanos::parse_duration`] reads
+    /// back to the same nanosecond: `10s`, `250ms`, `1ns`, `1.5s`, `1m`, `36h`, `0s`.
+    /// The number is at least 1 of its unit (`250ms`, not `0.25s`), minutes, hours and
+    /// days take at most three decimals (`90s`, `2.5m`, but never `307445734.5618…m`),
+    /// and between texts of equal length the larger unit wins (`4.999999999s`, not
+    /// `4999999999ns`).
+    ///
+    /// ```
+    /// use ratesim::Nanos;
+    /// assert_eq!(Nanos::new(1).to_string(), "1ns");
+    /// assert_eq!(Nanos::from_millis(250).to_string(), "250ms");
+    /// assert_eq!(Nanos::from_secs(90).to_string(), "90s");
+    /// assert_eq!(Nanos::from_secs(3_600).to_string(), "1h");
+    /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}s", self.to_decimal_secs())
+        if self.0 == 0 {
+            return f.write_str("0s");
+        }
+        let mut best: Option<String> = None;
+        // Largest unit first, so that on a tie in length the larger unit stays.
+        for (unit, scale) in DISPLAY_UNITS.iter().rev() {
+            if let Some(number) = exact_decimal(self.0, *scale) {
+                let text = format!("{number}{unit}");
+                if best.as_ref().is_none_or(|b| text.len() < b.len()) {
+                    best = Some(text);
+                }
+            }
+        }
+        // Nanoseconds always qualify (scale 1), so `best` is set.
+        f.write_str(best.as_deref().unwrap_or_default())
     }
+}
+
+/// The units [`Nanos`] displays in, smallest first, with their length in ns.
+const DISPLAY_UNITS: [(&str, u64); 7] = [
+    ("ns", 1),
+    ("us", 1_000),
+    ("ms", 1_000_000),
+    ("s", NANOS_PER_SEC),
+    ("m", 60 * NANOS_PER_SEC),
+    ("h", 3_600 * NANOS_PER_SEC),
+    ("d", 86_400 * NANOS_PER_SEC),
+];
+
+/// `n / scale` as an exact decimal, if it is at least 1 and needs at most three
+/// decimals for units above a second (none of them needs more than 9 below).
+fn exact_decimal(n: u64, scale: u64) -> Option<String> {
+    let most_digits = if scale > NANOS_PER_SEC { 3 } else { 9 };
+    let whole = n / scale;
+    if whole == 0 {
+        return None;
+    }
+    let (scale, mut rest) = (u128::from(scale), u128::from(n % scale));
+    let mut digits = String::new();
+    while rest != 0 {
+        if digits.len() == most_digits {
+            return None; // too long to read, or no end at all (a third of a minute)
+        }
+        rest *= 10;
+        digits.push(char::from(b'0' + (rest / scale) as u8));
+        rest %= scale;
+    }
+    Some(if digits.is_empty() {
+        whole.to_string()
+    } else {
+        format!("{whole}.{digits}")
+    })
 }
 
 impl From<Duration> for Nanos {
@@ -392,6 +483,72 @@ mod tests {
         }
         assert_eq!(Nanos(2_500_000_000).to_decimal_secs(), "2.5");
         assert_eq!(Nanos(3 * NANOS_PER_SEC).to_decimal_secs(), "3");
+    }
+
+    #[test]
+    fn durations_display_in_the_shortest_exact_unit() {
+        let cases = [
+            (0, "0s"),
+            (1, "1ns"),
+            (999, "999ns"),
+            (1_000, "1us"),
+            (1_500, "1.5us"),
+            (250_000_000, "250ms"),
+            (NANOS_PER_SEC, "1s"),
+            (1_500_000_000, "1.5s"),
+            (10 * NANOS_PER_SEC, "10s"),
+            (60 * NANOS_PER_SEC, "1m"),
+            (90 * NANOS_PER_SEC, "90s"),
+            (150 * NANOS_PER_SEC, "2.5m"),
+            (3_600 * NANOS_PER_SEC, "1h"),
+            (36 * 3_600 * NANOS_PER_SEC, "36h"),
+            (86_400 * NANOS_PER_SEC, "1d"),
+            (4_999_999_999, "4.999999999s"),
+            (10_000_000_001, "10.000000001s"),
+            (u64::MAX, "18446744073.709551615s"),
+        ];
+        for (ns, text) in cases {
+            assert_eq!(Nanos(ns).to_string(), text, "{ns} ns");
+        }
+    }
+
+    #[test]
+    fn displayed_durations_parse_back_to_the_same_nanosecond() {
+        let mut values = vec![
+            0,
+            1,
+            2,
+            999,
+            1_001,
+            NANOS_PER_SEC - 1,
+            NANOS_PER_SEC + 1,
+            20 * NANOS_PER_SEC, // a third of a minute: not exact in minutes
+            86_400 * NANOS_PER_SEC - 1,
+            86_400 * NANOS_PER_SEC + 1,
+            1 << 63,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        // Plus every multiple of each unit near the top, and a spread of others.
+        for (_, scale) in DISPLAY_UNITS {
+            values.extend([scale, scale * 3, scale * 7 / 2, u64::MAX / scale * scale]);
+        }
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            // xorshift64: deterministic, spread over the whole range and its bit widths.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x >> (x % 64));
+        }
+        for ns in values {
+            let text = Nanos(ns).to_string();
+            assert_eq!(
+                Nanos::parse_duration(&text),
+                Ok(Nanos(ns)),
+                "{ns} ns as {text}"
+            );
+        }
     }
 
     #[test]

@@ -458,6 +458,159 @@ fn validate_list_and_help_teach_the_user() {
 }
 
 #[test]
+fn validate_checks_every_file_and_fails_if_any_is_bad() {
+    let t = TestDir::new();
+    t.write("bad.toml", scenario_with("max_requests", "0"));
+    let args = [
+        "validate",
+        "scenarios/burst.toml",
+        "bad.toml",
+        "missing.toml",
+        "scenarios/uniform.toml",
+    ];
+    let out = t.run(&args);
+    let context = describe(&args, &out);
+    assert_eq!(out.status.code(), Some(2), "{context}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ok: Vec<&str> = stdout.lines().collect();
+    assert_eq!(ok.len(), 2, "one ok line per good file: {context}");
+    assert!(ok[0].starts_with("ok: scenarios/burst.toml ("), "{context}");
+    assert!(
+        ok[1].starts_with("ok: scenarios/uniform.toml ("),
+        "{context}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        errors.len(),
+        3,
+        "one line per bad file and a total: {context}"
+    );
+    assert!(
+        errors[0].starts_with("ratesim: error: bad.toml:5:16: "),
+        "{context}"
+    );
+    assert!(
+        errors[1].starts_with("ratesim: error: missing.toml: cannot read"),
+        "{context}"
+    );
+    assert_eq!(
+        errors[2], "ratesim: error: 2 of 4 scenario files are invalid",
+        "{context}"
+    );
+}
+
+/// Each command's help describes that command only: no files it does not write, no
+/// flags of another command, and examples for every command that takes input.
+#[test]
+fn help_describes_only_what_each_command_does() {
+    let t = TestDir::new();
+    for command in ["worst-case", "calibrate"] {
+        let help = t.ok(&[command, "--help"]);
+        assert!(!help.contains("summary.csv"), "{command} --help:\n{help}");
+        assert!(
+            help.contains("One CSV row per algorithm"),
+            "{command} --help:\n{help}"
+        );
+    }
+    let worst = t.ok(&["worst-case", "--help"]);
+    assert!(!worst.contains("calibrate"), "{worst}");
+    assert!(worst.contains("Do not list the files written"), "{worst}");
+    let calibrate = t.ok(&["calibrate", "--help"]);
+    assert!(!calibrate.contains("files written"), "{calibrate}");
+    assert!(!calibrate.contains("--quiet"), "{calibrate}");
+    assert!(
+        calibrate.contains("Seed of the randomised search and of the Poisson traffic"),
+        "{calibrate}"
+    );
+    let run = t.ok(&["run", "--help"]);
+    assert!(!run.contains("compare"), "{run}");
+    assert!(
+        run.contains("Output directory [default: output/<scenario>]"),
+        "{run}"
+    );
+    let compare = t.ok(&["compare", "--help"]);
+    assert!(
+        compare.contains("each scenario's files go to <DIR>/<scenario>/ [default: output]"),
+        "{compare}"
+    );
+    let validate = t.ok(&["validate", "--help"]);
+    assert!(
+        validate.contains(
+            "Examples:\n  ratesim validate scenarios/burst.toml\n  ratesim validate scenarios/*.toml"
+        ),
+        "{validate}"
+    );
+}
+
+/// A scenario of about 8.6 × 10^13 requests (10^9 a second for a day).
+fn enormous_scenario() -> String {
+    scenario_with("duration", "\"1d\"").replace("rate = 2", "rate = 1000000000")
+}
+
+#[test]
+fn validate_warns_about_an_enormous_run_without_failing() {
+    let t = TestDir::new();
+    t.write("big.toml", enormous_scenario());
+    let out = t.ok(&["validate", "big.toml", "scenarios/burst.toml"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("ok: big.toml (x: "), "{out}");
+    assert_eq!(
+        lines[1],
+        "warning: big.toml: about 86,400,000,000,000 requests to simulate; decisions.csv \
+         would hold about 518,400,000,000,000 rows (6 algorithms), about 36 PB \
+         (--no-decisions skips it)",
+    );
+    assert!(lines[2].starts_with("ok: scenarios/burst.toml ("), "{out}");
+}
+
+#[test]
+fn run_warns_about_an_enormous_run_before_starting_it() {
+    use std::io::BufRead;
+    let t = TestDir::new();
+    t.write("big.toml", enormous_scenario());
+    for (extra, expected) in [
+        (
+            None,
+            "ratesim: warning: about 86,400,000,000,000 requests to simulate; decisions.csv \
+             would hold about 518,400,000,000,000 rows (6 algorithms), about 36 PB \
+             (--no-decisions skips it)",
+        ),
+        (
+            Some("--no-decisions"),
+            "ratesim: warning: about 86,400,000,000,000 requests to simulate",
+        ),
+    ] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ratesim"))
+            .current_dir(t.path())
+            .args(["run", "big.toml", "--out", "o", "--quiet", "--no-charts"])
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read the first line on another thread: without a warning the run would
+        // keep stderr silent for hours.
+        let stderr = child.stderr.take().unwrap();
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = String::new();
+            let _ = std::io::BufReader::new(stderr).read_line(&mut first);
+            let _ = send.send(first);
+        });
+        let first = receive.recv_timeout(std::time::Duration::from_secs(60));
+        // The run is not refused: it is still going when the warning arrives.
+        let still_running = child.try_wait().unwrap().is_none();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let first = first.unwrap_or_else(|_| panic!("{extra:?}: no warning within 60 s"));
+        assert_eq!(first.trim_end(), expected, "{extra:?}");
+        assert!(still_running, "{extra:?}: the run was refused");
+    }
+}
+
+#[test]
 fn a_closed_pipe_ends_quietly() {
     use std::io::Read;
     use std::process::{Command as Std, Stdio};
@@ -566,10 +719,16 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         case("negative trace time", with_trace("time_s,key\n-1,a\n"), vec!["run", "s.toml"], vec!["trace.csv:2"]),
         case("missing trace", vec![("s.toml", TRACE_SCENARIO.as_bytes().to_vec())], vec!["run", "s.toml"], vec!["trace.csv"]),
         case("unknown --algos", vec![], vec!["run", "scenarios/burst.toml", "--algos", "nope"], vec!["--algos", "nope", "token_bucket"]),
+        case("trailing comma in --algos", vec![], vec!["worst-case", "--limit", "5/1s", "--algos", "gcra,"], vec!["--algos: empty algorithm name (a trailing comma?)"]),
+        case("empty name in run --algos", vec![], vec!["run", "scenarios/burst.toml", "--algos", ",gcra"], vec!["--algos: empty algorithm name (a trailing comma?)"]),
+        case("misspelt --algos", vec![], vec!["calibrate", "--limit", "5/1s", "--algos", "gcr"], vec!["--algos: unknown algorithm `gcr` (did you mean `gcra`?); expected one of: token_bucket"]),
+        case("shortened run --algos", vec![], vec!["run", "scenarios/burst.toml", "--algos", "gcra,sliding_log"], vec!["--algos: unknown algorithm `sliding_log` (did you mean `sliding_window_log`?)"]),
         case("file in the way of --out", vec![("taken", b"x".to_vec())], vec!["run", "scenarios/burst.toml", "--out", "taken"], vec!["--out", "taken"]),
         case("unwritable --out", vec![], vec!["run", "scenarios/burst.toml", "--out", "/proc/ratesim-test"], vec!["--out", "/proc/ratesim-test"]),
         case("bad --limit", vec![], vec!["compare", "--limit", "100"], vec!["--limit", "MAX/WINDOW"]),
         case("zero --limit", vec![], vec!["compare", "--limit", "0/1s"], vec!["--limit", "max_requests"]),
+        case("too large --limit", vec![], vec!["compare", "--limit", "18446744073709551616/1s"], vec!["--limit", "`18446744073709551616` is too large (at most 18446744073709551615)"]),
+        case("negative --limit", vec![], vec!["compare", "--limit=-5/1s"], vec!["--limit", "`-5` is negative; expected a whole number of requests"]),
         case("zero --threads", vec![], vec!["run", "scenarios/burst.toml", "--threads", "0"], vec!["--threads"]),
         case("unknown flag", vec![], vec!["run", "scenarios/burst.toml", "--colour"], vec!["--colour"]),
         case("validate a bad file", vec![("s.toml", bad("max_requests", "0"))], vec!["validate", "s.toml"], vec!["s.toml:5:"]),
@@ -583,7 +742,8 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         ),
         case("compare with two scenarios of one name", vec![("a.toml", bad("name", "\"same\"")), ("b.toml", bad("name", "\"same\""))], vec!["compare", "--scenario", "a.toml", "--scenario", "b.toml"], vec!["same"]),
         case("worst-case with a huge limit", vec![], vec!["worst-case", "--limit", "20000000/1s"], vec!["too large", "100000"]),
-        case("calibrate with a bad --burst", vec![], vec!["calibrate", "--limit", "5/1s", "--burst", "0"], vec!["--burst"]),
+        case("calibrate with a bad --burst", vec![], vec!["calibrate", "--limit", "5/1s", "--burst", "0"], vec!["--burst", "the burst must be at least 1"]),
+        case("worst-case with a huge --burst", vec![], vec!["worst-case", "--limit", "5/1s", "--burst", "18446744073709551616"], vec!["--burst", "`18446744073709551616` is too large (at most 18446744073709551615)"]),
     ];
     assert!(cases.len() >= 25);
     for c in cases {
@@ -615,7 +775,7 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         let usage_error = ["--colour", "--threads", "--burst"]
             .iter()
             .any(|f| c.args.contains(f))
-            || (c.args.contains(&"--limit") && c.args[0] == "compare");
+            || (c.args.iter().any(|a| a.starts_with("--limit")) && c.args[0] == "compare");
         if !usage_error {
             assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {context}");
         }
@@ -748,6 +908,39 @@ fn compare_limit_moves_the_boundary_bursts_to_the_new_windows() {
     assert_eq!(
         burst_fixed["over_admission"], 2.0,
         "the teaching case survives a new window: {burst_fixed}"
+    );
+}
+
+#[test]
+fn compare_limit_too_short_for_the_built_in_bursts_says_which_and_why() {
+    let t = TestDir::new();
+    let args = ["compare", "--limit", "5/1ns"];
+    let out = t.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "ratesim: error: --limit: the built-in burst scenario: a window of 1ns is \
+         too short for the boundary bursts (spread 0s; `period` is not set): boundary bursts \
+         need 2 × spread + 1ns < window, so a window of at least 2ns\n",
+        "{}",
+        describe(&args, &out)
+    );
+    // A scenario file the user gave is named by its path.
+    t.write(
+        "b.toml",
+        scenario_with("kind", "\"boundary_burst\"")
+            .replace("rate = 2", "size = 2\nspread = \"1s\"")
+            .replace("window = \"1s\"", "window = \"10s\""),
+    );
+    let args = ["compare", "--scenario", "b.toml", "--limit", "5/2s"];
+    let out = t.run(&args);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "ratesim: error: --limit: b.toml: a window of 2s is too short for the boundary \
+         bursts (spread 1s; `period` is not set): boundary bursts need 2 × spread + 1ns < \
+         window, so a window of at least 2.000000002s\n",
+        "{}",
+        describe(&args, &out)
     );
 }
 

@@ -5,7 +5,7 @@ mod sim_support;
 use std::path::Path;
 
 use ratesim::Nanos;
-use ratesim::sim::{ArrivalStream, Scenario};
+use ratesim::sim::{ArrivalStream, ClientModel, Scenario};
 use sim_support::*;
 
 #[test]
@@ -176,11 +176,6 @@ fn scenario_errors_name_the_file_line_and_column_and_what_was_expected() {
             "needs `rate`",
         ),
         (
-            "[[traffic]]\nkind = \"boundary_burst\"\nsize = 2\nspread = \"5s\"\n",
-            "dir/bad.toml:9:10: ",
-            "half the period",
-        ),
-        (
             "[[traffic]]\nkind = \"uniform\"\nrate = 1\n[client]\nkind = \"open\"\nmax_retries = 2\n",
             "dir/bad.toml:11:15: ",
             "only to kind = \"retry\"",
@@ -191,6 +186,244 @@ fn scenario_errors_name_the_file_line_and_column_and_what_was_expected() {
         assert!(err.starts_with(prefix), "expected {prefix}…, got: {err}");
         assert!(err.contains(words), "expected {words:?} in: {err}");
     }
+}
+
+#[test]
+fn a_client_table_without_kind_means_open_clients_as_documented() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let s = Scenario::parse(
+        &format!("{BASE}{traffic}[client]\n"),
+        Path::new("dir/ok.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.client, ClientModel::Open);
+    // Retry settings without `kind = "retry"` are open-client mistakes, at the field.
+    let err = error_of(&format!("{BASE}{traffic}[client]\nmax_retries = 2\n"));
+    assert!(
+        err.starts_with("dir/bad.toml:10:15: ") && err.contains("only to kind = \"retry\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_limit_given_twice_names_the_key_and_the_two_forms() {
+    let head = "name = \"t\"\nduration = \"10s\"\n";
+    let rule = "max_requests = 5\nwindow = \"1s\"\n";
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    for (first, second, col) in [
+        ("[limit]", "[[limit]]", 3),
+        ("[[limit]]", "[limit]", 2),
+        ("[limit]", "[limit]", 2),
+    ] {
+        let err = error_of(&format!("{head}{first}\n{rule}{second}\n{rule}{traffic}"));
+        assert_eq!(
+            err,
+            format!(
+                "dir/bad.toml:6:{col}: `limit` is given twice; choose one form: \
+                 `[limit]` for one rule, or `[[limit]]` tables for several"
+            ),
+            "{first} then {second}"
+        );
+    }
+    // Any other key given twice is named too.
+    let err = error_of(&format!("{head}[limit]\n{rule}window = \"2s\"\n{traffic}"));
+    assert_eq!(
+        err,
+        "dir/bad.toml:6:1: `window` is given twice; a key may appear only once in its table"
+    );
+    let err = error_of(&format!(
+        "{head}[limit]\n{rule}{traffic}[traffic]\nkind = \"uniform\"\n"
+    ));
+    assert_eq!(
+        err,
+        "dir/bad.toml:9:2: `traffic` is given twice; write every source as a `[[traffic]]` table"
+    );
+}
+
+#[test]
+fn a_boundary_burst_that_does_not_fit_states_the_rule_at_the_field_at_fault() {
+    let burst = "[[traffic]]\nkind = \"boundary_burst\"\nsize = 2\n";
+    let rule = "boundary bursts need 2 × spread + 1ns < period";
+    // The spread is too wide for the window (the period when none is set).
+    assert_eq!(
+        error_of(&format!("{BASE}{burst}spread = \"5s\"\n")),
+        format!(
+            "dir/bad.toml:9:10: `spread` of 5s is too wide for a period of 10s (the window; \
+             `period` is not set): {rule}, so a spread of at most 4.999999999s"
+        )
+    );
+    // An explicit period too short for any burst, with and without a spread.
+    assert_eq!(
+        error_of(&format!("{BASE}{burst}period = \"0s\"\n")),
+        format!(
+            "dir/bad.toml:9:10: `period` of 0s is too short for a spread of 0s: {rule}, \
+             so a period of at least 2ns"
+        )
+    );
+    assert_eq!(
+        error_of(&format!(
+            "{BASE}{burst}spread = \"2ns\"\nperiod = \"1ns\"\n"
+        )),
+        format!(
+            "dir/bad.toml:10:10: `period` of 1ns is too short for a spread of 2ns: {rule}, \
+             so a period of at least 6ns"
+        )
+    );
+    // A spread that fits its explicit period is fine, whatever the window.
+    let ok = format!("{BASE}{burst}spread = \"1s\"\nperiod = \"3s\"\n");
+    Scenario::parse(&ok, Path::new("dir/ok.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // A window too short to be the period, with no period set: at the source's kind.
+    assert_eq!(
+        error_of(&format!(
+            "{}{burst}",
+            BASE.replace("window = \"10s\"", "window = \"1ns\"")
+        )),
+        format!(
+            "dir/bad.toml:7:8: the window of 1ns is too short to be this boundary_burst's \
+             period with a spread of 0s: {rule}; set `period` to at least 2ns"
+        )
+    );
+}
+
+/// Each message says once what was expected, in words: no Rust type names, no
+/// "expected" twice, and a number too large is called too large.
+#[test]
+fn bad_numbers_and_durations_say_once_what_was_expected_in_words() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let with = |from: &str, to: &str| error_of(&format!("{}{traffic}", BASE.replace(from, to)));
+    let window = |value: &str| with("window = \"10s\"", &format!("window = {value}"));
+    let like = "a number of seconds or a duration like \"10s\", \"250ms\", \"1m\"";
+    let whole = "a whole number from 0 to 18446744073709551615";
+    let cases = [
+        (
+            window("\"-10s\""),
+            "dir/bad.toml:5:10: `-10s` is negative; expected a duration of zero or more"
+                .to_string(),
+        ),
+        (
+            window("\"\""),
+            format!("dir/bad.toml:5:10: empty duration; expected {like}"),
+        ),
+        (
+            window("\"1_000ms\""),
+            format!("dir/bad.toml:5:10: `1_000ms` is not a duration; expected {like}"),
+        ),
+        (
+            window("1e400"),
+            "dir/bad.toml:5:10: `1e400` is too large for a number (it overflows a 64-bit float)"
+                .to_string(),
+        ),
+        (
+            window(&format!("1{}", "0".repeat(40))),
+            format!(
+                "dir/bad.toml:5:10: `1{}` is too large for a number (it overflows 128 bits)",
+                "0".repeat(40)
+            ),
+        ),
+        (
+            window("99999999999999999999999"),
+            "dir/bad.toml:5:10: `99999999999999999999999` is too large (the limit is about 584 \
+             years)"
+                .to_string(),
+        ),
+        (
+            with("max_requests = 5", "max_requests = -5"),
+            format!("dir/bad.toml:4:16: `-5` is negative; expected {whole}"),
+        ),
+        (
+            with("max_requests = 5", "max_requests = 2.5"),
+            format!("dir/bad.toml:4:16: `2.5` is not a whole number; expected {whole}"),
+        ),
+        (
+            with("max_requests = 5", "max_requests = \"5\""),
+            format!("dir/bad.toml:4:16: found the string \"5\"; expected {whole}, without quotes"),
+        ),
+        (
+            with("max_requests = 5", "max_requests = 99999999999999999999999"),
+            "dir/bad.toml:4:16: `99999999999999999999999` is too large (at most \
+             18446744073709551615)"
+                .to_string(),
+        ),
+        (
+            error_of(&format!("{BASE}{traffic}cost = 99999999999999999999999\n")),
+            "dir/bad.toml:9:8: `99999999999999999999999` is too large (at most \
+             18446744073709551615)"
+                .to_string(),
+        ),
+        (
+            error_of(&format!("{BASE}{traffic}keys = -1\n")),
+            format!("dir/bad.toml:9:8: `-1` is negative; expected {whole}"),
+        ),
+        (
+            error_of(&format!("seed = -1\n{BASE}{traffic}")),
+            format!("dir/bad.toml:1:8: `-1` is negative; expected {whole}"),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{traffic}[client]\nkind = \"retry\"\nmax_retries = -1\n"
+            )),
+            "dir/bad.toml:11:15: `-1` is negative; expected a whole number from 0 to 4294967295"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{traffic}[client]\nkind = \"retry\"\nmax_retries = 4294967296\n"
+            )),
+            "dir/bad.toml:11:15: `4294967296` is too large (at most 4294967295)".to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{}",
+                traffic.replace("rate = 1", "rate = -3")
+            )),
+            "dir/bad.toml:8:8: `-3` is negative; expected a number of requests per second, \
+             like 2 or 0.5"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{}",
+                traffic.replace("rate = 1", "rate = \"fast\"")
+            )),
+            "dir/bad.toml:8:8: `fast` is not a number; expected a number of requests per \
+             second, like 2 or 0.5"
+                .to_string(),
+        ),
+    ];
+    for (got, expected) in cases {
+        assert_eq!(got, expected);
+    }
+}
+
+#[test]
+fn a_name_that_cannot_be_a_folder_says_why() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let named = |name: &str| error_of(&format!("{}{traffic}", BASE.replace("\"t\"", name)));
+    let folder = "it names the output folder (output/<name>)";
+    assert_eq!(
+        named("\"..\""),
+        format!(
+            "dir/bad.toml:1:8: `..` cannot be a name: {folder}, and `..` means the parent folder"
+        )
+    );
+    assert_eq!(
+        named("\".\""),
+        format!(
+            "dir/bad.toml:1:8: `.` cannot be a name: {folder}, and `.` means the current folder"
+        )
+    );
+    assert_eq!(
+        named("\"a/b\""),
+        format!(
+            "dir/bad.toml:1:8: `a/b` cannot be a name: {folder}, so it may hold only letters, \
+             digits, '.', '_' and '-'"
+        )
+    );
+    assert_eq!(
+        named("\" \""),
+        "dir/bad.toml:1:8: empty name; expected letters, digits, '.', '_' and '-' (it names \
+         the output folder, output/<name>)"
+    );
 }
 
 #[test]
@@ -231,6 +464,21 @@ fn bad_durations_and_algorithms_point_at_their_value() {
         err.starts_with("dir/bad.toml:1:23: ") && err.contains("token_bucket"),
         "{err}"
     );
+    let err = error_of(&format!(
+        "algorithms = [\"gcra\", \"token_buckett\"]\n{BASE}{traffic}"
+    ));
+    assert!(
+        err.starts_with(
+            "dir/bad.toml:1:23: unknown algorithm `token_buckett` (did you mean `token_bucket`?); \
+             expected one of: token_bucket, leaky_bucket,"
+        ),
+        "{err}"
+    );
+    let err = error_of(&format!("algorithms = [\"gcra\", \"\"]\n{BASE}{traffic}"));
+    assert!(
+        err.starts_with("dir/bad.toml:1:23: empty algorithm name; expected one of: token_bucket,"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -243,7 +491,12 @@ fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
         ("time_s,key\n0,a\n-1,b\n", ":3:", "negative"),
         ("0,a\nzero,b\n", ":2:", "bad time_s"),
         ("0,a,1\n1,a,x\n", ":2:", "bad cost"),
-        ("0,a\n1\n", ":2:", "fields"),
+        ("0,a\n1\n", ":2:", "found 1 field"),
+        (
+            "0,a,99999999999999999999\n",
+            ":1:",
+            "bad cost: `99999999999999999999` is too large (at most 18446744073709551615)",
+        ),
         ("0,a\n0.0000000001,b\n", ":2:", "finer than one nanosecond"),
     ];
     for (csv, line, words) in cases {
@@ -259,6 +512,15 @@ fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
         .unwrap_err();
         assert_eq!(run_err.to_string(), err);
     }
+    for (csv, found) in [("0,a\n1\n", "1 field"), ("0,a\n1,a,1,x\n", "4 fields")] {
+        std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+        let err = parse_at(&text, &scenario_path).validate().unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("expected `time_s,key[,cost]`, found {found}"),
+            "{csv:?}"
+        );
+    }
     let missing = parse_at(&text.replace("t.csv", "nope.csv"), &scenario_path);
     assert!(
         missing
@@ -267,6 +529,31 @@ fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
             .to_string()
             .contains("nope.csv: cannot open")
     );
+}
+
+#[test]
+fn the_expected_arrival_count_is_close_to_what_each_bundled_scenario_sends() {
+    for path in bundled() {
+        let s = load(&path);
+        let mut stream = ArrivalStream::new(&s).unwrap();
+        let mut actual = 0u128;
+        while stream.next_arrival().unwrap().is_some() {
+            actual += 1;
+        }
+        let expected = s.expected_arrivals();
+        let name = path.display();
+        if path.ends_with("trace_replay.toml") {
+            assert_eq!(expected, 0, "{name}: traces are not counted");
+        } else if path.ends_with("uniform.toml") {
+            assert_eq!(expected, actual, "{name}: uniform is exact");
+        } else {
+            // Random sources and burst halves cut off at the end: within 10%.
+            assert!(
+                expected.abs_diff(actual) * 10 <= actual,
+                "{name}: expected about {expected}, sent {actual}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -110,6 +110,32 @@ fn the_winning_stream_replays_to_the_same_count() {
 }
 
 #[test]
+fn the_replay_scenario_writes_durations_as_people_write_them_and_reads_back_exactly() {
+    use ratesim::sim::{Scenario, worst_case::replay_scenario};
+    let case = search("fixed_window", rules()[1], SearchOptions::default()).unwrap();
+    let end = case.stream.last().unwrap().0 + Nanos::new(1);
+    let text = replay_scenario(&case, &rules()[1], "fixed_window.csv");
+    assert!(text.contains("\nwindow = \"10s\"\n"), "{text}");
+    assert!(
+        text.contains(&format!("\nduration = \"{end}\"\n")),
+        "{text}"
+    );
+    assert!(!text.contains("000000000ns"), "{text}");
+    for rule in rules() {
+        let case = search("gcra", rule, SearchOptions::default()).unwrap();
+        let text = replay_scenario(&case, &rule, "gcra.csv");
+        let scenario = Scenario::parse(&text, std::path::Path::new("gcra.toml"))
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(scenario.rule, rule, "{text}");
+        assert_eq!(
+            scenario.duration,
+            case.stream.last().unwrap().0 + Nanos::new(1),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn every_strict_setting_keeps_the_worst_case_within_the_limit() {
     use ratesim::sim::calibrate::strict_rule;
     for rule in rules() {

@@ -80,6 +80,85 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
+/// An algorithm name the registry does not know, with the closest known name when
+/// one is close (`gcr` → `gcra`, `sliding_log` → `sliding_window_log`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlgorithmNameError {
+    /// The name asked for (trimmed; empty for an empty entry).
+    pub name: String,
+    /// Every registered name, in registration order.
+    pub known: Vec<String>,
+    /// The registered name the user probably meant.
+    pub suggestion: Option<String>,
+}
+
+impl fmt::Display for AlgorithmNameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            f.write_str("empty algorithm name")?;
+        } else {
+            write!(f, "unknown algorithm `{}`", self.name)?;
+        }
+        if let Some(s) = &self.suggestion {
+            write!(f, " (did you mean `{s}`?)")?;
+        }
+        write!(f, "; expected one of: {}, or `all`", self.known.join(", "))
+    }
+}
+
+impl std::error::Error for AlgorithmNameError {}
+
+/// The name in `known` that `name` most probably meant: the only one within a small
+/// edit distance (ignoring case and `-` for `_`), or else the only one containing every
+/// `_`-separated part of `name` (`sliding_log`, `leaky`). `None` when nothing is close
+/// or several are equally close.
+fn closest_name(name: &str, known: &[String]) -> Option<String> {
+    let norm = |s: &str| s.trim().to_ascii_lowercase().replace('-', "_");
+    let name = norm(name);
+    if name.len() < 2 {
+        return None;
+    }
+    let unique = |matches: Vec<&String>| match matches.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
+    };
+    let distances: Vec<(usize, &String)> = known
+        .iter()
+        .map(|k| (edit_distance(&name, &norm(k)), k))
+        .collect();
+    let best = distances.iter().map(|(d, _)| *d).min()?;
+    if best <= (name.chars().count() / 4).max(2) {
+        let at_best = distances.iter().filter(|(d, _)| *d == best);
+        return unique(at_best.map(|(_, k)| *k).collect());
+    }
+    let parts: Vec<&str> = name.split('_').filter(|p| p.len() >= 3).collect();
+    if parts.is_empty() {
+        return None;
+    }
+    unique(
+        known
+            .iter()
+            .filter(|k| parts.iter().all(|p| norm(k).contains(p)))
+            .collect(),
+    )
+}
+
+/// Levenshtein distance in characters: insertions, deletions and substitutions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
 /// A validated scenario: everything the engine needs, with defaults filled in.
 ///
 /// Fields are public so a front end can override them (`--seed`, `--algos`); use
@@ -264,10 +343,7 @@ impl Scenario {
     /// Parses scenario `text`; `origin` is the file it came from, used in error
     /// messages and to resolve trace paths.
     pub fn parse(text: &str, origin: &Path) -> Result<Scenario, ScenarioError> {
-        let raw: RawScenario = toml::from_str(text).map_err(|e| {
-            let message = e.message().trim_end().to_string();
-            ScenarioError::at(origin, text, e.span(), message)
-        })?;
+        let raw: RawScenario = toml::from_str(text).map_err(|e| toml_error(&e, text, origin))?;
         Builder { text, origin }.build(raw)
     }
 
@@ -283,11 +359,17 @@ impl Scenario {
             } = spec.kind
                 && !burst_fits(spread, rule.window())
             {
+                let least = match least_burst_period(spread) {
+                    Some(p) => format!("so a window of at least {p}"),
+                    None => "which no window can satisfy".to_string(),
+                };
                 return Err(ScenarioError::file(
                     &self.path,
                     None,
                     format!(
-                        "a boundary_burst spread of {spread} does not fit a window of {}; expected a window above twice the spread",
+                        "a window of {} is too short for the boundary bursts (spread {spread}; \
+                         `period` is not set): boundary bursts need 2 × spread + 1ns < \
+                         window, {least}",
                         rule.window()
                     ),
                 ));
@@ -296,6 +378,38 @@ impl Scenario {
         self.rule = rule;
         self.extra_limits.clear();
         Ok(())
+    }
+
+    /// About how many arrivals the sources generate over the run, all keys together:
+    /// `rate × time` for uniform (exactly: `ceil`), Poisson and the busy part of
+    /// on/off sources, `2 × size` per boundary for boundary bursts. Trace sources
+    /// are not counted (they hold what their file holds), nor are retries. For
+    /// warnings about enormous runs, never for a decision.
+    pub fn expected_arrivals(&self) -> u128 {
+        const PER_GIGA: u128 = NANOS_PER_SEC as u128 * NANOS_PER_SEC as u128;
+        let at_rate =
+            |rate: Rate, ns: u128| (ns * u128::from(rate.per_giga_secs)).div_ceil(PER_GIGA);
+        self.traffic
+            .iter()
+            .map(|spec| {
+                let span = u128::from(spec.end.saturating_sub(spec.start).as_u64());
+                match &spec.kind {
+                    TrafficKind::Uniform { rate } | TrafficKind::Poisson { rate } => {
+                        at_rate(*rate, span)
+                    }
+                    TrafficKind::OnOff { rate, on, off } => {
+                        let (on, off) = (u128::from(on.as_u64()), u128::from(off.as_u64()));
+                        at_rate(*rate, span * on / (on + off))
+                    }
+                    TrafficKind::BoundaryBurst { size, period, .. } => {
+                        let period = period.unwrap_or(self.rule.window()).as_u64();
+                        span.div_ceil(u128::from(period.max(1)))
+                            .saturating_mul(2 * u128::from(*size))
+                    }
+                    TrafficKind::Trace { .. } => 0,
+                }
+            })
+            .fold(0, u128::saturating_add)
     }
 
     /// Checks what parsing cannot: every trace file exists, is well formed and sorted.
@@ -311,13 +425,62 @@ impl Scenario {
     }
 
     /// Replaces the algorithm list (`all` allowed), e.g. from a command-line flag.
-    pub fn set_algorithms<S: AsRef<str>>(
-        &mut self,
-        names: &[S],
-    ) -> Result<(), crate::registry::UnknownAlgorithm> {
-        self.algorithms = Registry::default().resolve(names)?;
+    pub fn set_algorithms<S: AsRef<str>>(&mut self, names: &[S]) -> Result<(), AlgorithmNameError> {
+        self.algorithms = Scenario::resolve_algorithms(names)?;
         Ok(())
     }
+
+    /// Resolves an algorithm list as a scenario file's `algorithms` is resolved:
+    /// registry names or `all` (every one), in order, repeats dropped. An unknown name
+    /// is an error that suggests the closest registered name, when one is close.
+    pub fn resolve_algorithms<S: AsRef<str>>(
+        names: &[S],
+    ) -> Result<Vec<String>, AlgorithmNameError> {
+        let registry = Registry::default();
+        registry.resolve(names).map_err(|e| {
+            let suggestion = closest_name(&e.name, &e.known);
+            AlgorithmNameError {
+                name: e.name,
+                known: e.known,
+                suggestion,
+            }
+        })
+    }
+}
+
+/// The TOML parser's error, with its terse messages made to say what to do.
+fn toml_error(e: &toml::de::Error, text: &str, origin: &Path) -> ScenarioError {
+    let span = e.span();
+    let found = span.clone().and_then(|s| text.get(s)).unwrap_or_default();
+    let message = match e.message().trim_end() {
+        // The parser points at the second occurrence of the key.
+        "duplicate key" => {
+            let key = found.trim().trim_matches(|c| c == '"' || c == '\'');
+            match key {
+                "limit" => "`limit` is given twice; choose one form: `[limit]` for one rule, \
+                            or `[[limit]]` tables for several"
+                    .to_string(),
+                "traffic" => "`traffic` is given twice; write every source as a `[[traffic]]` \
+                              table"
+                    .to_string(),
+                _ => format!("`{key}` is given twice; a key may appear only once in its table"),
+            }
+        }
+        // A literal beyond f64 (`1e400`) or beyond 128-bit integers.
+        "floating-point number overflowed" | "integer number overflowed" => {
+            let kind = if e.message().starts_with("floating") {
+                "a 64-bit float"
+            } else {
+                "128 bits"
+            };
+            format!(
+                "`{}` is too large for a number (it overflows {kind})",
+                found.trim()
+            )
+        }
+        other => other.to_string(),
+    };
+    ScenarioError::at(origin, text, span, message)
 }
 
 // ---------------------------------------------------------------------------------
@@ -331,7 +494,7 @@ struct RawScenario {
     #[serde(default)]
     description: String,
     #[serde(default)]
-    seed: u64,
+    seed: Whole,
     duration: Spanned<Dur>,
     algorithms: Option<Spanned<Vec<Spanned<String>>>>,
     limit: RawLimits,
@@ -342,9 +505,9 @@ struct RawScenario {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLimit {
-    max_requests: Spanned<u64>,
+    max_requests: Spanned<Whole>,
     window: Spanned<Dur>,
-    burst: Option<Spanned<u64>>,
+    burst: Option<Spanned<Whole>>,
 }
 
 /// `[limit]` (one rule) or `[[limit]]` (several, enforced together). Deserialised by
@@ -393,17 +556,17 @@ impl<'de> Deserialize<'de> for RawLimits {
 struct RawTraffic {
     kind: Spanned<String>,
     rate: Option<Spanned<RateValue>>,
-    size: Option<Spanned<u64>>,
+    size: Option<Spanned<Whole>>,
     spread: Option<Spanned<Dur>>,
     period: Option<Spanned<Dur>>,
     on: Option<Spanned<Dur>>,
     off: Option<Spanned<Dur>>,
     path: Option<Spanned<String>>,
-    keys: Option<Spanned<u64>>,
+    keys: Option<Spanned<Whole>>,
     key_popularity: Option<Spanned<String>>,
     zipf_exponent: Option<Spanned<f64>>,
     key_prefix: Option<Spanned<String>>,
-    cost: Option<Spanned<u64>>,
+    cost: Option<Spanned<Whole>>,
     start: Option<Spanned<Dur>>,
     end: Option<Spanned<Dur>>,
 }
@@ -411,9 +574,93 @@ struct RawTraffic {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawClient {
-    kind: Spanned<String>,
-    max_retries: Option<Spanned<u32>>,
+    /// Default `"open"`, as for a missing `[client]` table.
+    kind: Option<Spanned<String>>,
+    max_retries: Option<Spanned<Whole<{ u32::MAX as u64 }>>>,
     jitter: Option<Spanned<Dur>>,
+}
+
+/// A whole number from 0 to `MAX`, whose messages name that range, never a Rust type
+/// (`u64`), and call a number too large "too large".
+#[derive(Default)]
+struct Whole<const MAX: u64 = { u64::MAX }>(u64);
+
+impl<'de, const MAX: u64> Deserialize<'de> for Whole<MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Whole<MAX>, D::Error> {
+        d.deserialize_any(WholeVisitor::<MAX>).map(Whole)
+    }
+}
+
+struct WholeVisitor<const MAX: u64>;
+
+impl<const MAX: u64> Visitor<'_> for WholeVisitor<MAX> {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a whole number from 0 to {MAX}")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        self.visit_u128(u128::from(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        self.visit_i128(i128::from(v))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<u64, E> {
+        match u128::try_from(v) {
+            Ok(v) => self.visit_u128(v),
+            Err(_) => Err(E::custom(format!(
+                "`{v}` is negative; expected {}",
+                self.expected()
+            ))),
+        }
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<u64, E> {
+        match u64::try_from(v) {
+            Ok(v) if v <= MAX => Ok(v),
+            _ => Err(E::custom(format!("`{v}` is too large (at most {MAX})"))),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        Err(E::custom(format!(
+            "`{v:?}` is not a whole number; expected {}",
+            self.expected()
+        )))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+        Err(E::custom(format!(
+            "found the string {v:?}; expected {}, without quotes",
+            self.expected()
+        )))
+    }
+}
+
+impl<const MAX: u64> WholeVisitor<MAX> {
+    fn expected(&self) -> String {
+        format!("a whole number from 0 to {MAX}")
+    }
+}
+
+/// `text` as a whole number from 0 to `u64::MAX`, or why not, in the words of
+/// [`Whole`]'s messages (for fields outside TOML, such as a trace's cost).
+pub(crate) fn parse_whole(text: &str) -> Result<u64, String> {
+    let expected = "expected a whole number from 0 to 18446744073709551615";
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<u64>() {
+        Ok(n) => Ok(n),
+        Err(_) if digits(text.trim_start_matches('+')) => {
+            Err(format!("`{text}` is too large (at most {})", u64::MAX))
+        }
+        Err(_) if text.strip_prefix('-').is_some_and(digits) => {
+            Err(format!("`{text}` is negative; {expected}"))
+        }
+        Err(_) => Err(format!("`{text}` is not a whole number; {expected}")),
+    }
 }
 
 /// A duration: `"10s"`, `"250ms"`, or a number of seconds (`10`, `0.5`).
@@ -432,13 +679,13 @@ impl<'de> Deserialize<'de> for Dur {
 /// A rate in requests per second (`2`, `0.5`); stored as `rate × 10⁹`, exactly.
 struct RateValue(Nanos);
 
+/// What a rate looks like, for messages.
+const RATE: &str = "a number of requests per second, like 2 or 0.5";
+
 impl<'de> Deserialize<'de> for RateValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RateValue, D::Error> {
-        d.deserialize_any(DecimalVisitor(
-            "a number of requests per second, like 2 or 0.5",
-            parse_rate,
-        ))
-        .map(RateValue)
+        d.deserialize_any(DecimalVisitor(RATE, parse_rate))
+            .map(RateValue)
     }
 }
 
@@ -449,6 +696,18 @@ fn burst_fits(spread: Nanos, period: Nanos) -> bool {
     u128::from(spread.as_u64()) * 2 + 1 < u128::from(period.as_u64())
 }
 
+/// The shortest period that fits half-bursts of width `spread` (`2·spread + 2 ns`), if
+/// it is representable.
+fn least_burst_period(spread: Nanos) -> Option<Nanos> {
+    let least = u128::from(spread.as_u64()) * 2 + 2;
+    u64::try_from(least).ok().map(Nanos::new)
+}
+
+/// The widest spread that fits `period` (`(period − 2 ns) / 2`), if any does.
+fn most_burst_spread(period: Nanos) -> Option<Nanos> {
+    period.as_u64().checked_sub(2).map(|p| Nanos::new(p / 2))
+}
+
 /// A rate as `rate × 10⁹` (exact), with messages about rates rather than times.
 fn parse_rate(text: &str) -> Result<Nanos, String> {
     use crate::time::ParseTimeError as E;
@@ -457,8 +716,9 @@ fn parse_rate(text: &str) -> Result<Nanos, String> {
         E::TooLarge(t) => {
             format!("`{t}` requests per second is too many (at most about 18 billion)")
         }
-        E::Negative(t) => format!("`{t}` is negative"),
-        E::Invalid(t) | E::UnknownUnit(t) => format!("`{t}` is not a number"),
+        E::Negative(t) => format!("`{t}` is negative; expected {RATE}"),
+        E::Invalid(t) | E::UnknownUnit(t) => format!("`{t}` is not a number; expected {RATE}"),
+        E::Empty => format!("empty rate; expected {RATE}"),
     })
 }
 
@@ -474,7 +734,8 @@ impl Visitor<'_> for DecimalVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Nanos, E> {
-        (self.1)(v).map_err(|e| E::custom(format!("{e}; expected {}", self.0)))
+        // The parser's message already says what was expected.
+        (self.1)(v).map_err(E::custom)
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
@@ -482,6 +743,14 @@ impl Visitor<'_> for DecimalVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Nanos, E> {
+        self.visit_str(&v.to_string())
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Nanos, E> {
         self.visit_str(&v.to_string())
     }
 
@@ -514,11 +783,27 @@ impl Builder<'_> {
         // The name becomes a folder under output/: one path segment, nothing that
         // could climb out of it or replace an absolute path.
         let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-        if name.is_empty() || name == "." || name == ".." || !name.chars().all(safe) {
-            return Err(self.err(
-                raw.name.span(),
-                "expected a name of letters, digits, '.', '_' and '-' (it names the output folder)",
-            ));
+        let folder = "it names the output folder (output/<name>)";
+        let why = match name.as_str() {
+            "" => Some(
+                "empty name; expected letters, digits, '.', '_' and '-' (it names the output \
+                 folder, output/<name>)"
+                    .to_string(),
+            ),
+            "." => Some(format!(
+                "`.` cannot be a name: {folder}, and `.` means the current folder"
+            )),
+            ".." => Some(format!(
+                "`..` cannot be a name: {folder}, and `..` means the parent folder"
+            )),
+            _ if !name.chars().all(safe) => Some(format!(
+                "`{name}` cannot be a name: {folder}, so it may hold only letters, digits, \
+                 '.', '_' and '-'"
+            )),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(self.err(raw.name.span(), why));
         }
         let duration = raw.duration.get_ref().0;
         if duration == Nanos::ZERO {
@@ -555,7 +840,7 @@ impl Builder<'_> {
         Ok(Scenario {
             name,
             description: raw.description.trim().to_string(),
-            seed: raw.seed,
+            seed: raw.seed.0,
             duration,
             rule,
             extra_limits,
@@ -567,17 +852,18 @@ impl Builder<'_> {
     }
 
     fn rule(&self, raw: &RawLimit) -> Result<Rule, ScenarioError> {
-        let rule = Rule::new(*raw.max_requests.get_ref(), raw.window.get_ref().0).map_err(|e| {
-            let span = match e {
-                crate::RuleError::ZeroWindow => raw.window.span(),
-                _ => raw.max_requests.span(),
-            };
-            self.err(span, format!("{e}"))
-        })?;
+        let rule =
+            Rule::new(raw.max_requests.get_ref().0, raw.window.get_ref().0).map_err(|e| {
+                let span = match e {
+                    crate::RuleError::ZeroWindow => raw.window.span(),
+                    _ => raw.max_requests.span(),
+                };
+                self.err(span, format!("{e}"))
+            })?;
         match &raw.burst {
             None => Ok(rule),
             Some(b) => rule
-                .with_burst(*b.get_ref())
+                .with_burst(b.get_ref().0)
                 .map_err(|e| self.err(b.span(), e.to_string())),
         }
     }
@@ -586,7 +872,6 @@ impl Builder<'_> {
         &self,
         list: &Spanned<Vec<Spanned<String>>>,
     ) -> Result<Vec<String>, ScenarioError> {
-        let registry = Registry::default();
         if list.get_ref().is_empty() {
             return Err(self.err(
                 list.span(),
@@ -597,8 +882,7 @@ impl Builder<'_> {
         // `all` expands in place and repeats are dropped, keeping the first.
         let mut resolved: Vec<String> = Vec::new();
         for name in list.get_ref() {
-            let expanded = registry
-                .resolve(&[name.get_ref()])
+            let expanded = Scenario::resolve_algorithms(&[name.get_ref()])
                 .map_err(|e| self.err(name.span(), e.to_string()))?;
             for n in expanded {
                 if !resolved.contains(&n) {
@@ -610,7 +894,8 @@ impl Builder<'_> {
     }
 
     fn client(&self, raw: &RawClient) -> Result<ClientModel, ScenarioError> {
-        match raw.kind.get_ref().as_str() {
+        let kind = raw.kind.as_ref().map_or("open", |k| k.get_ref().as_str());
+        match kind {
             "open" => {
                 if let Some(m) = &raw.max_retries {
                     return Err(
@@ -623,11 +908,14 @@ impl Builder<'_> {
                 Ok(ClientModel::Open)
             }
             "retry" => Ok(ClientModel::Retry {
-                max_retries: raw.max_retries.as_ref().map_or(3, |m| *m.get_ref()),
+                max_retries: raw.max_retries.as_ref().map_or(3, |m| {
+                    // Whole<u32::MAX> holds at most u32::MAX.
+                    u32::try_from(m.get_ref().0).unwrap_or(u32::MAX)
+                }),
                 jitter: raw.jitter.as_ref().map_or(Nanos::ZERO, |j| j.get_ref().0),
             }),
             other => Err(self.err(
-                raw.kind.span(),
+                raw.kind.as_ref().map(|k| k.span()).unwrap_or_default(),
                 format!("unknown client kind `{other}`; expected \"open\" or \"retry\""),
             )),
         }
@@ -701,7 +989,7 @@ impl Builder<'_> {
             },
             "boundary_burst" => {
                 let size_field = raw.size.as_ref().expect("required");
-                let size = *size_field.get_ref();
+                let size = size_field.get_ref().0;
                 if size == 0 {
                     return Err(self.err(size_field.span(), "expected a size of at least 1"));
                 }
@@ -709,16 +997,7 @@ impl Builder<'_> {
                 let explicit = dur(&raw.period);
                 let period = explicit.unwrap_or(rule.window());
                 if !burst_fits(spread, period) {
-                    let span = raw
-                        .spread
-                        .as_ref()
-                        .map(|s| s.span())
-                        .or_else(|| raw.period.as_ref().map(|p| p.span()))
-                        .unwrap_or_else(|| raw.kind.span());
-                    return Err(self.err(
-                        span,
-                        format!("expected a spread below half the period ({period}); got {spread}"),
-                    ));
+                    return Err(self.burst_misfit(raw, spread, period));
                 }
                 TrafficKind::BoundaryBurst {
                     size,
@@ -748,7 +1027,7 @@ impl Builder<'_> {
 
         let count = match &raw.keys {
             None => 1,
-            Some(k) => match u32::try_from(*k.get_ref()) {
+            Some(k) => match u32::try_from(k.get_ref().0) {
                 Ok(n) if (1..u32::MAX).contains(&n) => n,
                 _ => {
                     return Err(self.err(
@@ -795,7 +1074,7 @@ impl Builder<'_> {
             .key_prefix
             .as_ref()
             .map_or_else(|| "client".to_string(), |p| p.get_ref().clone());
-        let cost = raw.cost.as_ref().map_or(1, |c| *c.get_ref());
+        let cost = raw.cost.as_ref().map_or(1, |c| c.get_ref().0);
         let start = dur(&raw.start).unwrap_or(Nanos::ZERO);
         let end = dur(&raw.end).unwrap_or(duration).min(duration);
         if let (Some(s), true) = (&raw.start, start >= end) {
@@ -823,6 +1102,57 @@ impl Builder<'_> {
             start,
             end,
         })
+    }
+}
+
+impl Builder<'_> {
+    /// Why boundary half-bursts of width `spread` do not fit `period` apart, at the
+    /// field to change: the spread if some spread would fit the period, else the
+    /// explicit period, else the source (whose period is the window).
+    fn burst_misfit(&self, raw: &RawTraffic, spread: Nanos, period: Nanos) -> ScenarioError {
+        const RULE: &str = "boundary bursts need 2 × spread + 1ns < period";
+        let least = least_burst_period(spread);
+        let most = most_burst_spread(period);
+        if let Some(s) = raw
+            .spread
+            .as_ref()
+            .filter(|_| most.is_some() || least.is_none())
+        {
+            let of = if raw.period.is_some() {
+                ""
+            } else {
+                " (the window; `period` is not set)"
+            };
+            let most = most.map_or_else(
+                || "which no period can satisfy".to_string(),
+                |m| format!("so a spread of at most {m}"),
+            );
+            return self.err(
+                s.span(),
+                format!(
+                    "`spread` of {spread} is too wide for a period of {period}{of}: {RULE}, {most}"
+                ),
+            );
+        }
+        // No spread fits the period, and a longer one would fit this spread (a spread
+        // too wide for any period was blamed above, so `least` exists).
+        let least = least.unwrap_or(Nanos::MAX);
+        match &raw.period {
+            Some(p) => self.err(
+                p.span(),
+                format!(
+                    "`period` of {period} is too short for a spread of {spread}: {RULE}, so a \
+                     period of at least {least}"
+                ),
+            ),
+            None => self.err(
+                raw.kind.span(),
+                format!(
+                    "the window of {period} is too short to be this boundary_burst's period \
+                     with a spread of {spread}: {RULE}; set `period` to at least {least}"
+                ),
+            ),
+        }
     }
 }
 
@@ -909,6 +1239,76 @@ rate = 0.3
         let err = parse(&format!("{MINIMAL}end = 0\n")).unwrap_err();
         assert_eq!(err.position, Some((10, 7)), "{err}");
         assert!(err.message.contains("`end` after"), "{err}");
+    }
+
+    #[test]
+    fn a_close_algorithm_name_is_suggested_and_a_far_or_ambiguous_one_is_not() {
+        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        let cases = [
+            ("gcr", Some("gcra")),
+            ("GCRA", Some("gcra")),
+            ("token-bucket", Some("token_bucket")),
+            ("tokenbucket", Some("token_bucket")),
+            ("sliding_windw_log", Some("sliding_window_log")),
+            ("sliding_log", Some("sliding_window_log")),
+            ("leaky", Some("leaky_bucket")),
+            ("fixed", Some("fixed_window")),
+            ("nope", None),
+            ("bucket", None),
+            ("sliding", None),
+            ("sliding_window", None),
+            ("gcar", Some("gcra")),
+            ("window", None),
+            ("", None),
+            ("x", None),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(closest_name(name, &known).as_deref(), expected, "{name:?}");
+        }
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("gcra", "gcra"), 0);
+    }
+
+    #[test]
+    fn the_expected_arrival_count_follows_each_source_kind() {
+        let with = |traffic: &str| {
+            parse(&format!(
+                "name = \"t\"\nduration = \"60s\"\n[limit]\nmax_requests = 5\n\
+                 window = \"10s\"\n[[traffic]]\n{traffic}"
+            ))
+            .unwrap()
+            .expected_arrivals()
+        };
+        // ceil(60 s × 0.3 per s): arrivals at 0, 3.33…, …, 56.66… s.
+        assert_eq!(with("kind = \"uniform\"\nrate = 0.3\n"), 18);
+        assert_eq!(with("kind = \"uniform\"\nrate = 2\nstart = \"30s\"\n"), 60);
+        assert_eq!(with("kind = \"poisson\"\nrate = 2\n"), 120);
+        // Busy a quarter of the time.
+        assert_eq!(
+            with("kind = \"on_off\"\nrate = 10\non = \"1s\"\noff = \"3s\"\n"),
+            150
+        );
+        // 2 × size at each of the six boundaries 10 s … 60 s.
+        assert_eq!(with("kind = \"boundary_burst\"\nsize = 5\n"), 60);
+        assert_eq!(
+            with("kind = \"boundary_burst\"\nsize = 5\nperiod = \"7s\"\n"),
+            90
+        );
+        // Traces are not counted: they are as long as their file.
+        assert_eq!(with("kind = \"trace\"\npath = \"t.csv\"\n"), 0);
+        // Sources add up, and the largest rate over the longest duration does not overflow.
+        let huge = parse(
+            "name = \"t\"\nduration = \"213503d\"\n[limit]\nmax_requests = 5\n\
+             window = \"1ns\"\n[[traffic]]\nkind = \"uniform\"\nrate = 18000000000\n\
+             [[traffic]]\nkind = \"poisson\"\nrate = 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            huge.expected_arrivals(),
+            18_000_000_001 * 213_503 * 86_400,
+            "{huge:?}"
+        );
     }
 
     #[test]

@@ -603,9 +603,10 @@ impl TraceReader {
                 continue; // a blank line
             }
             if !(2..=3).contains(&self.record.len()) {
+                let n = self.record.len();
+                let fields = if n == 1 { "field" } else { "fields" };
                 return Err(fail(format!(
-                    "expected `time_s,key[,cost]`, found {} fields",
-                    self.record.len()
+                    "expected `time_s,key[,cost]`, found {n} {fields}"
                 )));
             }
             let time_text = &self.record[0];
@@ -624,9 +625,10 @@ impl TraceReader {
             }
             let cost = match self.record.get(2) {
                 None | Some("") => None,
-                Some(text) => Some(text.parse::<u64>().map_err(|_| {
-                    fail(format!("bad cost `{text}`; expected a whole number ≥ 0"))
-                })?),
+                Some(text) => Some(
+                    super::scenario::parse_whole(text)
+                        .map_err(|e| fail(format!("bad cost: {e}")))?,
+                ),
             };
             self.last = time;
             return Ok(Some(TraceRow { time, key, cost }));

@@ -253,7 +253,8 @@ pub fn trace_csv(case: &WorstCase) -> String {
 }
 
 /// A scenario that replays `trace_file` (a path relative to the scenario) against
-/// `case.algorithm` under `rule`.
+/// `case.algorithm` under `rule`. Durations are written in their shortest exact form
+/// (`"10s"`, not `"10000000000ns"`), which the scenario parser reads back exactly.
 pub fn replay_scenario(case: &WorstCase, rule: &Rule, trace_file: &str) -> String {
     let end = case.stream.last().map_or(Nanos::ZERO, |(t, _)| *t) + Nanos::new(1);
     let burst = if rule.burst() == rule.max_requests() {
@@ -264,16 +265,14 @@ pub fn replay_scenario(case: &WorstCase, rule: &Rule, trace_file: &str) -> Strin
     format!(
         "name = \"worst_case_{name}\"\n\
          description = \"The worst case found for {name} under {max} per {window}: {found} admitted in one window.\"\n\
-         duration = \"{duration}ns\"\n\
+         duration = \"{end}\"\n\
          algorithms = [\"{name}\", \"sliding_window_log\"]\n\n\
-         [limit]\nmax_requests = {max}\nwindow = \"{window_ns}ns\"\n{burst}\n\
+         [limit]\nmax_requests = {max}\nwindow = \"{window}\"\n{burst}\n\
          [[traffic]]\nkind = \"trace\"\npath = \"{trace_file}\"\n",
         name = case.algorithm,
         max = rule.max_requests(),
         window = rule.window(),
         found = case.max_in_window,
-        duration = end.as_u64(),
-        window_ns = rule.window().as_u64(),
     )
 }
 
