@@ -505,7 +505,7 @@ fn worst_case(
                         c.algorithm.clone(),
                         analytic,
                         c.max_in_window.to_string(),
-                        format!("{:.2}×", c.over_admission),
+                        report::format_ratio(c.over_admission),
                         verdict.to_string(),
                     ]
                 })
@@ -831,7 +831,7 @@ fn list_text() -> String {
     let registry = Registry::default();
     let width = registry.names().map(str::len).max().unwrap_or(0);
     let mut out = String::from(
-        "Algorithms (worst case: most admitted in any window of length W, for N per W, burst B):\n",
+        "Algorithms (worst case: most admitted in any window of length W, for N per W, burst B;\nless when W is under 2N ns):\n",
     );
     for name in registry.names() {
         let description = registry.description(name).unwrap_or_default();
