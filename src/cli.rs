@@ -22,7 +22,7 @@ const EXAMPLES_RUN: &str = "Examples:
 
 const EXAMPLES_COMPARE: &str = "Examples:
   ratesim compare --algos all
-  ratesim compare --limit 100/60s
+  ratesim compare --limit 100/10s
   ratesim compare --scenario scenarios/on_off.toml --scenario scenarios/zipf_keys.toml";
 
 /// Exact rate-limiter algorithms, simulated side by side on identical traffic.
@@ -428,6 +428,17 @@ fn compare(
     }
     for scenario in &mut scenarios {
         if let Some(rule) = limit {
+            // Over-admission shows across window boundaries: a run shorter than two
+            // windows of the new limit cannot show it, whatever the algorithm.
+            let windows = scenario.duration.as_u64() / rule.window().as_u64().max(1);
+            if windows < 2 {
+                eprintln!(
+                    "ratesim: warning: {}: the run lasts {}, less than two windows of \
+                     --limit {rule}, so no algorithm can be seen to over-admit; give the \
+                     scenario a longer `duration`",
+                    scenario.name, scenario.duration
+                );
+            }
             scenario.set_rule(rule).map_err(|e| {
                 // A built-in scenario has no file the user could open: name it instead.
                 let e = if files.is_empty() {

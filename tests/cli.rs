@@ -1131,3 +1131,27 @@ fn a_run_without_requests_leaves_rates_and_keys_empty_not_zero() {
         }
     }
 }
+
+#[test]
+fn compare_limit_warns_when_a_run_is_shorter_than_two_of_its_windows() {
+    let t = TestDir::new();
+    let args = [
+        "compare",
+        "--limit",
+        "100/60s",
+        "--quiet",
+        "--no-charts",
+        "--no-decisions",
+        "--out",
+        "cmp",
+    ];
+    let out = t.run(&args);
+    assert!(out.status.success(), "{}", describe(&args, &out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("less than two windows"))
+        .collect();
+    assert_eq!(warned.len(), 1, "only burst (60 s) is too short: {stderr}");
+    assert!(warned[0].contains("burst: the run lasts 1m"), "{stderr}");
+}

@@ -78,6 +78,46 @@ fn compare_limit_replaces_every_rule() {
     assert_eq!((s.rule, s.extra_limits.len()), (one, 0));
 }
 
+/// The boundary lesson (a full quota on each side of a boundary) survives `--limit`:
+/// a burst the size of the old limit becomes the size of the new one, and the fixed
+/// window still admits exactly twice the limit; other sizes are left alone.
+#[test]
+fn compare_limit_keeps_a_limit_sized_burst_limit_sized() {
+    let burst_sizes = |s: &Scenario| -> Vec<u64> {
+        s.traffic
+            .iter()
+            .filter_map(|t| match t.kind {
+                ratesim::sim::TrafficKind::BoundaryBurst { size, .. } => Some(size),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut s = Scenario::parse(TWO_LIMITS, Path::new("two.toml")).unwrap();
+    assert_eq!(burst_sizes(&s), [10], "the first limit is 10 per 1 s");
+    s.set_rule(Rule::new(7, Nanos::from_secs(2)).unwrap())
+        .unwrap();
+    assert_eq!(burst_sizes(&s), [7]);
+    let only_bursts = TWO_LIMITS.replace(
+        "kind = \"poisson\"\nrate = 25",
+        "kind = \"boundary_burst\"\nsize = 3",
+    );
+    let mut s = Scenario::parse(&only_bursts, Path::new("two.toml")).unwrap();
+    s.set_rule(Rule::new(7, Nanos::from_secs(2)).unwrap())
+        .unwrap();
+    assert_eq!(burst_sizes(&s), [3, 7], "a burst of 3 was not the limit");
+    s.traffic.remove(0);
+    let report = sim::run(&s, &RunOptions::default(), &mut |_| {
+        Ok(Box::new(sim::NoopSink))
+    })
+    .unwrap();
+    let fixed = report
+        .algorithms
+        .iter()
+        .find(|a| a.name == "fixed_window")
+        .unwrap();
+    assert_eq!(fixed.metrics.max_in_window, 14, "twice the new limit of 7");
+}
+
 #[test]
 fn every_algorithm_respects_every_rule_and_the_log_is_exact_for_all_of_them() {
     let scenario = Scenario::parse(TWO_LIMITS, Path::new("two.toml")).unwrap();

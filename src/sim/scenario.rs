@@ -349,7 +349,8 @@ impl Scenario {
 
     /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts
     /// without an explicit `period` follow the new window, so their spread must still
-    /// fit in it.
+    /// fit in it; a burst the size of the old limit (the boundary lesson: a full quota
+    /// on each side of a boundary) becomes the size of the new one.
     pub fn set_rule(&mut self, rule: Rule) -> Result<(), ScenarioError> {
         for spec in &self.traffic {
             if let TrafficKind::BoundaryBurst {
@@ -373,6 +374,14 @@ impl Scenario {
                         rule.window()
                     ),
                 ));
+            }
+        }
+        let old_limit = self.rule.max_requests();
+        for spec in &mut self.traffic {
+            if let TrafficKind::BoundaryBurst { size, .. } = &mut spec.kind
+                && *size == old_limit
+            {
+                *size = rule.max_requests();
             }
         }
         self.rule = rule;
