@@ -113,11 +113,11 @@ fn csv_rows(rows: u64) {
                 cost: 1,
                 allowed,
                 remaining: i % 100,
-                retry_after: if allowed {
+                retry_after: Some(if allowed {
                     Nanos::ZERO
                 } else {
                     Nanos::new(123_456_789)
-                },
+                }),
             })
             .expect("write");
     }

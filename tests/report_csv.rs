@@ -10,7 +10,14 @@ use ratesim::report::csvout::{
 };
 use serde::Serialize;
 
-fn record<'a>(seq: u64, ns: u64, key: &'a str, allowed: bool, wait_ns: u64) -> DecisionRecord<'a> {
+/// `wait_ns`: `None` for a cost that can never fit.
+fn record<'a>(
+    seq: u64,
+    ns: u64,
+    key: &'a str,
+    allowed: bool,
+    wait_ns: Option<u64>,
+) -> DecisionRecord<'a> {
     DecisionRecord {
         algorithm: "fixed_window",
         seq,
@@ -20,7 +27,7 @@ fn record<'a>(seq: u64, ns: u64, key: &'a str, allowed: bool, wait_ns: u64) -> D
         cost: 1 + seq,
         allowed,
         remaining: 4 - seq.min(4),
-        retry_after: Nanos::new(wait_ns),
+        retry_after: wait_ns.map(Nanos::new),
     }
 }
 
@@ -44,7 +51,16 @@ fn decisions_csv_has_the_exact_header_and_rows_parse_back_to_the_nanosecond() {
         10_000_000_001,
         u64::MAX,
     ];
-    let waits = [0u64, 1, 100_000_000, 9_900_000_000, 7, u64::MAX];
+    // The last two: a wait past the end of the clock's range (it fits: a number), and a
+    // cost that can never fit (no number).
+    let waits = [
+        Some(0u64),
+        Some(1),
+        Some(100_000_000),
+        Some(9_900_000_000),
+        Some(u64::MAX),
+        None,
+    ];
     let mut writer = DecisionCsvWriter::create(&path).unwrap();
     for i in 0..keys.len() {
         writer
@@ -77,13 +93,12 @@ fn decisions_csv_has_the_exact_header_and_rows_parse_back_to_the_nanosecond() {
         assert_eq!(row[4].parse::<u64>().unwrap(), 1 + i as u64);
         assert_eq!(&row[5], if i % 2 == 0 { "true" } else { "false" });
         assert_eq!(row[6].parse::<u64>().unwrap(), 4 - (i as u64).min(4));
-        if waits[i] == u64::MAX {
-            assert_eq!(&row[7], "", "a request that can never fit has no wait");
-        } else {
-            assert_eq!(
+        match waits[i] {
+            Some(wait) => assert_eq!(
                 Nanos::parse_decimal_secs(&row[7]).unwrap(),
-                Nanos::new(waits[i])
-            );
+                Nanos::new(wait)
+            ),
+            None => assert_eq!(&row[7], "", "a request that can never fit has no wait"),
         }
         assert_eq!(row[8].parse::<u32>().unwrap(), (i % 3) as u32);
     }
@@ -97,7 +112,7 @@ fn decisions_csv_has_the_exact_header_and_rows_parse_back_to_the_nanosecond() {
 fn decisions_csv_to_a_stream_matches_the_file_form() {
     let mut writer = DecisionCsvWriter::from_writer(Vec::new()).unwrap();
     writer
-        .write(&record(0, 2_500_000_000, "k", true, 0))
+        .write(&record(0, 2_500_000_000, "k", true, Some(0)))
         .unwrap();
     let bytes = writer.into_inner().unwrap();
     assert_eq!(
@@ -114,7 +129,7 @@ fn an_unfinished_decisions_csv_leaves_nothing_behind() {
     {
         let mut writer = DecisionCsvWriter::create(&path).unwrap();
         for i in 0..10_000 {
-            writer.write(&record(i % 4, i, "k", true, 0)).unwrap();
+            writer.write(&record(i % 4, i, "k", true, Some(0))).unwrap();
         }
     }
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -244,7 +259,7 @@ fn decisions_csv_throughput() {
         cost: 1,
         allowed: !i.is_multiple_of(4),
         remaining: i % 5,
-        retry_after: Nanos::new((i % 4) * 1_250_000_001),
+        retry_after: Some(Nanos::new((i % 4) * 1_250_000_001)),
     };
 
     let mut writer = DecisionCsvWriter::from_writer(std::io::sink()).unwrap();

@@ -199,7 +199,7 @@ fn a_lone_retry_client_waiting_exactly_retry_after_is_admitted_on_that_retry() {
                     .iter()
                     .find(|r| r.seq == d.seq && r.attempt == 1)
                     .unwrap_or_else(|| panic!("{context}: no retry for {d:?}"));
-                assert_eq!(retry.time, d.time + d.retry_after, "{context}");
+                assert_eq!(retry.time, d.time + d.retry_after.unwrap(), "{context}");
                 assert!(retry.allowed, "{context}: {retry:?}");
             }
         }
@@ -319,10 +319,13 @@ fn a_wait_past_the_end_of_time_is_judged_and_only_oversized_costs_never_fit() {
     // cost of 3 at 3 s, above every algorithm's capacity.
     let rows = [(0, 0, 1), (s, 0, 1), (2 * s, 0, 1), (3 * s, 0, 3)];
     let sc = trace_scenario(dir.path(), &rows, 2, u64::MAX, "");
-    let (report, _) = run_capturing(&sc, 1);
-    for a in &report.algorithms {
+    let (report, decisions) = run_capturing(&sc, 1);
+    for (a, rows) in report.algorithms.iter().zip(&decisions) {
         let m = &a.metrics;
         assert_eq!((m.denied, m.never_fits), (2, 1), "{}: {m:?}", a.name);
+        // decisions.csv: the denial that fits carries its wait, the oversized one none.
+        let waits: Vec<_> = rows.iter().map(|r| r.retry_after.is_some()).collect();
+        assert_eq!(waits, [true, true, true, false], "{}", a.name);
         assert_eq!(
             m.retry_after_exact, 1,
             "{}: the denial that fits is judged exact: {m:?}",
@@ -347,7 +350,16 @@ fn a_wait_past_the_end_of_time_is_judged_and_only_oversized_costs_never_fit() {
         "{:?}",
         counter.metrics
     );
-    {}
+    let counter_rows = &decisions[report
+        .algorithms
+        .iter()
+        .position(|a| a.name == "sliding_window_counter")
+        .unwrap()];
+    assert_eq!(
+        counter_rows[2].retry_after,
+        Some(Nanos::MAX),
+        "{counter_rows:?}"
+    );
 }
 
 /// Past 20,000 points the window-count series is thinned; it must still show one

@@ -228,10 +228,9 @@ impl<W: Write> DecisionCsvWriter<W> {
         s.u64(record.remaining);
         // A cost above the capacity can never pass: no wait would help, so the cell is
         // empty rather than a 584-year number a notebook would average in.
-        if record.retry_after == Nanos::MAX {
-            s.str("");
-        } else {
-            s.secs(record.retry_after);
+        match record.retry_after {
+            Some(wait) => s.secs(wait),
+            None => s.str(""),
         }
         s.u64(u64::from(record.attempt));
         self.inner.emit()

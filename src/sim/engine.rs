@@ -916,7 +916,7 @@ impl<A: Algorithm> Driver<'_, A> {
                 cost: event.cost,
                 allowed,
                 remaining,
-                retry_after,
+                retry_after: fits.then_some(retry_after),
             };
             sink.record(&row).map_err(|source| SimError::Sink {
                 algorithm: self.name.clone(),

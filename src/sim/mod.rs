@@ -69,9 +69,10 @@ pub struct DecisionRow<'a> {
     pub allowed: bool,
     /// Requests of cost 1 that would pass right after this decision.
     pub remaining: u64,
-    /// The wait the limiter advised (zero when allowed; `Nanos::MAX` when the cost
-    /// can never fit).
-    pub retry_after: Nanos,
+    /// The wait the limiter advised: zero when allowed, `None` when the cost can never
+    /// fit. A request that fits may still be told `Nanos::MAX` (a wait past the end of
+    /// the clock's range).
+    pub retry_after: Option<Nanos>,
 }
 
 /// Where one algorithm's decisions go, in decision order. The engine gives each

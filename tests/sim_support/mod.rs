@@ -19,7 +19,7 @@ pub struct Row {
     pub cost: u64,
     pub allowed: bool,
     pub remaining: u64,
-    pub retry_after: Nanos,
+    pub retry_after: Option<Nanos>,
 }
 
 struct Capture(Arc<Mutex<Vec<Row>>>);
