@@ -490,6 +490,17 @@ fn malformed_or_unsorted_traces_are_rejected_with_the_row_and_reason() {
         ("0,a\n2,a\n1,b\n", ":3:", "earlier than the previous"),
         ("time_s,key\n0,a\n-1,b\n", ":3:", "negative"),
         ("0,a\nzero,b\n", ":2:", "bad time_s"),
+        // Seconds only: no hint at durations like "10s", which a trace does not take.
+        (
+            "0,a\n1s,b\n",
+            ":2:",
+            "bad time_s: `1s` is not a number; expected decimal seconds like 1.5 (no unit)",
+        ),
+        (
+            "0,a\n,b\n",
+            ":2:",
+            "bad time_s: empty; expected decimal seconds like 1.5",
+        ),
         ("0,a,1\n1,a,x\n", ":2:", "bad cost"),
         ("0,a\n1\n", ":2:", "found 1 field"),
         (

@@ -610,8 +610,18 @@ impl TraceReader {
                 )));
             }
             let time_text = &self.record[0];
-            let time = Nanos::parse_decimal_secs(time_text)
-                .map_err(|e| fail(format!("bad time_s: {e}")))?;
+            let time = Nanos::parse_decimal_secs(time_text).map_err(|e| {
+                use crate::time::ParseTimeError as E;
+                // Decimal seconds only: the duration hints ("10s") do not apply here.
+                let seconds = "expected decimal seconds like 1.5 (no unit)";
+                fail(match e {
+                    E::Invalid(t) | E::UnknownUnit(t) => {
+                        format!("bad time_s: `{t}` is not a number; {seconds}")
+                    }
+                    E::Empty => format!("bad time_s: empty; {seconds}"),
+                    other => format!("bad time_s: {other}"),
+                })
+            })?;
             if time < self.last {
                 return Err(fail(format!(
                     "time_s {time_text} is earlier than the previous row's {}; \
