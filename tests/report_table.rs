@@ -430,9 +430,7 @@ fn retry_rows() -> Vec<SummaryRow> {
                     gave_up,
                     unfinished,
                     wasted_retries: wasted,
-                    latency_p50: Nanos::new(p50),
-                    latency_p99: Nanos::new(p99),
-                    latency_max: Nanos::new(p99 + 50_000_000),
+                    latency: (succeeded > 0).then(|| [p50, p99, p99 + 50_000_000].map(Nanos::new)),
                 });
                 row
             },

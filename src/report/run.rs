@@ -202,15 +202,16 @@ pub fn summary_rows(report: &RunReport) -> Vec<SummaryRow> {
                 row.retry_late = Some(m.retry_after_too_late);
             }
             row.never_fits = m.never_fits;
-            let ns = |v: Option<u64>| Nanos::new(v.unwrap_or(0));
+            let latency = match (m.latency_p50_ns, m.latency_p99_ns, m.latency_max_ns) {
+                (Some(p50), Some(p99), Some(max)) => Some([p50, p99, max].map(Nanos::new)),
+                _ => None,
+            };
             row.retry = m.succeeded.map(|succeeded| RetryOutcome {
                 succeeded,
                 gave_up: m.gave_up.unwrap_or(0),
                 unfinished: m.unfinished.unwrap_or(0),
                 wasted_retries: m.wasted_retries.unwrap_or(0),
-                latency_p50: ns(m.latency_p50_ns),
-                latency_p99: ns(m.latency_p99_ns),
-                latency_max: ns(m.latency_max_ns),
+                latency,
             });
             row
         })

@@ -70,12 +70,9 @@ pub struct RetryOutcome {
     pub unfinished: u64,
     /// Retries that were denied again.
     pub wasted_retries: u64,
-    /// Median time from arrival to admission (meaningless when nothing succeeded).
-    pub latency_p50: Nanos,
-    /// 99th percentile of the same.
-    pub latency_p99: Nanos,
-    /// The longest.
-    pub latency_max: Nanos,
+    /// Time from arrival to admission: median, 99th percentile and longest; `None`
+    /// when nothing succeeded.
+    pub latency: Option<[Nanos; 3]>,
 }
 
 /// An over-admission ratio for people: `1.60×`. Two decimals, unless they would show

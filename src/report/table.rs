@@ -413,12 +413,9 @@ pub fn render_retry_outcomes(rows: &[SummaryRow], options: TableOptions) -> Opti
         rows: retried
             .iter()
             .map(|(r, o)| {
-                let latency = if o.succeeded == 0 {
-                    "–".to_string()
-                } else {
-                    [o.latency_p50, o.latency_p99, o.latency_max]
-                        .map(short_duration)
-                        .join("/")
+                let latency = match o.latency {
+                    Some(latency) => latency.map(short_duration).join("/"),
+                    None => "–".to_string(),
                 };
                 vec![
                     Entry::plain(&r.algorithm),
