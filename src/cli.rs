@@ -428,17 +428,6 @@ fn compare(
     }
     for scenario in &mut scenarios {
         if let Some(rule) = limit {
-            // Over-admission shows across window boundaries: a run shorter than two
-            // windows of the new limit cannot show it, whatever the algorithm.
-            let windows = scenario.duration.as_u64() / rule.window().as_u64().max(1);
-            if windows < 2 {
-                eprintln!(
-                    "ratesim: warning: {}: the run lasts {}, less than two windows of \
-                     --limit {rule}, so no algorithm can be seen to over-admit; give the \
-                     scenario a longer `duration`",
-                    scenario.name, scenario.duration
-                );
-            }
             scenario.set_rule(rule).map_err(|e| {
                 // A built-in scenario has no file the user could open: name it instead.
                 let e = if files.is_empty() {
@@ -448,6 +437,17 @@ fn compare(
                 };
                 input(e.context("--limit"))
             })?;
+            // Over-admission shows across window boundaries: a run shorter than two
+            // windows of the new limit cannot show it, whatever the algorithm.
+            let windows = scenario.duration.as_u64() / rule.window().as_u64();
+            if windows < 2 {
+                eprintln!(
+                    "ratesim: warning: {}: the run lasts {}, less than two windows of \
+                     --limit {rule}, so no algorithm can be seen to over-admit; give the \
+                     scenario a longer `duration`",
+                    scenario.name, scenario.duration
+                );
+            }
         }
         apply_overrides(scenario, common)?;
         // Every trace is read through before the first run writes anything.

@@ -61,6 +61,16 @@ pub const TIMELINE_PNG: &str = "timeline.png";
 pub const WINDOW_COUNTS_PNG: &str = "window_counts.png";
 /// File name of the over-admission bar chart.
 pub const OVER_ADMISSION_PNG: &str = "over_admission.png";
+/// Every file a run writes into its output directory.
+pub const OUTPUT_FILES: [&str; 7] = [
+    DECISIONS_CSV,
+    WINDOW_COUNTS_CSV,
+    SUMMARY_CSV,
+    SUMMARY_JSON,
+    TIMELINE_PNG,
+    WINDOW_COUNTS_PNG,
+    OVER_ADMISSION_PNG,
+];
 
 pub use charts::{
     ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,

@@ -146,16 +146,7 @@ pub fn write_run(
 /// as the charts kept after a `--no-charts` run. Listed so the caller can say so; never
 /// deleted.
 pub fn stale_outputs(dir: &Path, written: &[PathBuf]) -> Vec<PathBuf> {
-    let names = [
-        super::DECISIONS_CSV,
-        super::WINDOW_COUNTS_CSV,
-        super::SUMMARY_CSV,
-        super::SUMMARY_JSON,
-        super::TIMELINE_PNG,
-        super::WINDOW_COUNTS_PNG,
-        super::OVER_ADMISSION_PNG,
-    ];
-    names
+    super::OUTPUT_FILES
         .iter()
         .filter(|&&name| !written.iter().any(|w| w.file_name() == Some(name.as_ref())))
         .map(|name| dir.join(name))

@@ -106,10 +106,6 @@ fn percent(rate: f64) -> String {
     }
 }
 
-fn times(ratio: f64) -> String {
-    super::summary::format_ratio(ratio)
-}
-
 fn triple(a: Option<u64>, b: Option<u64>, c: Option<u64>) -> String {
     if a.is_none() && b.is_none() && c.is_none() {
         "–".to_string()
@@ -540,7 +536,7 @@ fn new_table(options: TableOptions) -> Table {
 /// An over-admission ratio (`1.60×`), an alert above 1.0.
 fn ratio_entry(ratio: f64) -> Entry {
     Entry {
-        text: times(ratio),
+        text: super::summary::format_ratio(ratio),
         alert: ratio > 1.0,
     }
 }
