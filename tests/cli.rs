@@ -919,9 +919,10 @@ fn compare_limit_too_short_for_the_built_in_bursts_says_which_and_why() {
     assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "ratesim: error: --limit: the built-in burst scenario: a window of 1ns is \
-         too short for the boundary bursts (spread 0s; `period` is not set): boundary bursts \
-         need 2 × spread + 1ns < window, so a window of at least 2ns\n",
+        "ratesim: error: --limit: the built-in burst scenario: the window of 1ns is too \
+         short to be the boundary bursts' period (spread 0s; `period` is not set): boundary \
+         bursts need 2 × spread + 1ns < period; use a window of at least 2ns or set \
+         `period`\n",
         "{}",
         describe(&args, &out)
     );
@@ -936,9 +937,9 @@ fn compare_limit_too_short_for_the_built_in_bursts_says_which_and_why() {
     let out = t.run(&args);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "ratesim: error: --limit: b.toml: a window of 2s is too short for the boundary \
-         bursts (spread 1s; `period` is not set): boundary bursts need 2 × spread + 1ns < \
-         window, so a window of at least 2.000000002s\n",
+        "ratesim: error: --limit: b.toml: the window of 2s is too short to be the boundary \
+         bursts' period (spread 1s; `period` is not set): boundary bursts need 2 × spread + \
+         1ns < period; use a window of at least 2.000000002s or set `period`\n",
         "{}",
         describe(&args, &out)
     );

@@ -279,8 +279,9 @@ fn a_boundary_burst_that_does_not_fit_states_the_rule_at_the_field_at_fault() {
             BASE.replace("window = \"10s\"", "window = \"1ns\"")
         )),
         format!(
-            "dir/bad.toml:7:8: the window of 1ns is too short to be this boundary_burst's \
-             period with a spread of 0s: {rule}; set `period` to at least 2ns"
+            "dir/bad.toml:7:8: the window of 1ns is too short to be the boundary bursts' \
+             period (spread 0s; `period` is not set): {rule}; use a window of at least 2ns \
+             or set `period`"
         )
     );
 }

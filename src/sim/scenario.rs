@@ -360,19 +360,10 @@ impl Scenario {
             } = spec.kind
                 && !burst_fits(spread, rule.window())
             {
-                let least = match least_burst_period(spread) {
-                    Some(p) => format!("so a window of at least {p}"),
-                    None => "which no window can satisfy".to_string(),
-                };
                 return Err(ScenarioError::file(
                     &self.path,
                     None,
-                    format!(
-                        "a window of {} is too short for the boundary bursts (spread {spread}; \
-                         `period` is not set): boundary bursts need 2 × spread + 1ns < \
-                         window, {least}",
-                        rule.window()
-                    ),
+                    window_too_short_for_bursts(rule.window(), spread),
                 ));
             }
         }
@@ -703,6 +694,22 @@ impl<'de> Deserialize<'de> for RateValue {
 /// (`2·spread + 1 ns < period`).
 fn burst_fits(spread: Nanos, period: Nanos) -> bool {
     u128::from(spread.as_u64()) * 2 + 1 < u128::from(period.as_u64())
+}
+
+/// The rule every boundary burst keeps.
+const BURST_RULE: &str = "boundary bursts need 2 × spread + 1ns < period";
+
+/// Why the window, standing in for an unset `period`, cannot hold bursts of `spread`:
+/// in a scenario file and after `compare --limit` alike.
+fn window_too_short_for_bursts(window: Nanos, spread: Nanos) -> String {
+    let fix = match least_burst_period(spread) {
+        Some(least) => format!("use a window of at least {least} or set `period`"),
+        None => "no window is long enough; make the spread narrower".to_string(),
+    };
+    format!(
+        "the window of {window} is too short to be the boundary bursts' period (spread \
+         {spread}; `period` is not set): {BURST_RULE}; {fix}"
+    )
 }
 
 /// The shortest period that fits half-bursts of width `spread` (`2·spread + 2 ns`), if
@@ -1119,7 +1126,6 @@ impl Builder<'_> {
     /// field to change: the spread if some spread would fit the period, else the
     /// explicit period, else the source (whose period is the window).
     fn burst_misfit(&self, raw: &RawTraffic, spread: Nanos, period: Nanos) -> ScenarioError {
-        const RULE: &str = "boundary bursts need 2 × spread + 1ns < period";
         let least = least_burst_period(spread);
         let most = most_burst_spread(period);
         if let Some(s) = raw
@@ -1139,7 +1145,7 @@ impl Builder<'_> {
             return self.err(
                 s.span(),
                 format!(
-                    "`spread` of {spread} is too wide for a period of {period}{of}: {RULE}, {most}"
+                    "`spread` of {spread} is too wide for a period of {period}{of}: {BURST_RULE}, {most}"
                 ),
             );
         }
@@ -1150,17 +1156,11 @@ impl Builder<'_> {
             Some(p) => self.err(
                 p.span(),
                 format!(
-                    "`period` of {period} is too short for a spread of {spread}: {RULE}, so a \
+                    "`period` of {period} is too short for a spread of {spread}: {BURST_RULE}, so a \
                      period of at least {least}"
                 ),
             ),
-            None => self.err(
-                raw.kind.span(),
-                format!(
-                    "the window of {period} is too short to be this boundary_burst's period \
-                     with a spread of {spread}: {RULE}; set `period` to at least {least}"
-                ),
-            ),
+            None => self.err(raw.kind.span(), window_too_short_for_bursts(period, spread)),
         }
     }
 }
