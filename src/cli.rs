@@ -878,34 +878,16 @@ fn parse_limit(text: &str) -> Result<Rule, String> {
     let (max, window) = text
         .split_once('/')
         .ok_or_else(|| format!("expected MAX/WINDOW like 100/60s, found `{text}`"))?;
-    let max = max.trim();
-    let max: u64 = max.parse().map_err(|e: std::num::ParseIntError| {
-        let digits = !max.is_empty() && max.bytes().all(|b| b.is_ascii_digit());
-        match e.kind() {
-            // clap quotes the whole value before these, so they need not repeat it.
-            std::num::IntErrorKind::PosOverflow if digits => {
-                format!("`{max}` is too large (at most {})", u64::MAX)
-            }
-            _ if max.starts_with('-') => {
-                format!("`{max}` is negative; expected a whole number of requests")
-            }
-            _ => format!("`{max}` is not a whole number of requests"),
-        }
-    })?;
+    let max = sim::parse_whole(max.trim())?;
     let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
     Rule::new(max, window).map_err(|e| e.to_string())
 }
 
 /// Parses `--burst B`: a whole number of at least 1.
 fn parse_burst(text: &str) -> Result<u64, String> {
-    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    match text.parse::<u64>() {
-        Ok(0) => Err("the burst must be at least 1".to_string()),
-        Ok(b) => Ok(b),
-        Err(_) if digits => Err(format!("`{text}` is too large (at most {})", u64::MAX)),
-        Err(_) => Err(format!(
-            "`{text}` is not a whole number; the burst must be at least 1"
-        )),
+    match sim::parse_whole(text)? {
+        0 => Err("the burst must be at least 1".to_string()),
+        burst => Ok(burst),
     }
 }
 

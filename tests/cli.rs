@@ -728,7 +728,7 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         case("bad --limit", vec![], vec!["compare", "--limit", "100"], vec!["--limit", "MAX/WINDOW"]),
         case("zero --limit", vec![], vec!["compare", "--limit", "0/1s"], vec!["--limit", "max_requests"]),
         case("too large --limit", vec![], vec!["compare", "--limit", "18446744073709551616/1s"], vec!["--limit", "`18446744073709551616` is too large (at most 18446744073709551615)"]),
-        case("negative --limit", vec![], vec!["compare", "--limit=-5/1s"], vec!["--limit", "`-5` is negative; expected a whole number of requests"]),
+        case("negative --limit", vec![], vec!["compare", "--limit=-5/1s"], vec!["--limit", "`-5` is negative; expected a whole number from 0 to 18446744073709551615"]),
         case("zero --threads", vec![], vec!["run", "scenarios/burst.toml", "--threads", "0"], vec!["--threads"]),
         case("unknown flag", vec![], vec!["run", "scenarios/burst.toml", "--colour"], vec!["--colour"]),
         case("validate a bad file", vec![("s.toml", bad("max_requests", "0"))], vec!["validate", "s.toml"], vec!["s.toml:5:"]),

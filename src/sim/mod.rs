@@ -39,6 +39,7 @@ pub use metrics::{
 };
 pub use scenario::{
     ClientModel, KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec,
+    parse_whole,
 };
 pub mod calibrate;
 pub mod worst_case;

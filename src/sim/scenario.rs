@@ -647,9 +647,17 @@ impl<const MAX: u64> WholeVisitor<MAX> {
 }
 
 /// `text` as a whole number from 0 to `u64::MAX`, or why not, in the words of
-/// [`Whole`]'s messages (for fields outside TOML, such as a trace's cost).
-pub(crate) fn parse_whole(text: &str) -> Result<u64, String> {
-    let expected = "expected a whole number from 0 to 18446744073709551615";
+/// [`Whole`]'s messages: for numbers outside TOML, such as a trace's cost or the CLI's
+/// `--limit` and `--burst`.
+///
+/// ```
+/// use ratesim::sim::parse_whole;
+/// assert_eq!(parse_whole("42"), Ok(42));
+/// assert!(parse_whole("18446744073709551616").unwrap_err().contains("too large"));
+/// assert!(parse_whole("-1").unwrap_err().contains("negative"));
+/// ```
+pub fn parse_whole(text: &str) -> Result<u64, String> {
+    let expected = format!("expected a whole number from 0 to {}", u64::MAX);
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     match text.parse::<u64>() {
         Ok(n) => Ok(n),
