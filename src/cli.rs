@@ -194,7 +194,8 @@ impl Analysis {
     }
 
     fn algorithms(&self) -> Result<Vec<String>, Failure> {
-        Scenario::resolve_algorithms(algos_flag(&self.algos)?)
+        Registry::default()
+            .resolve(algos_flag(&self.algos)?)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))
     }
 

@@ -38,15 +38,33 @@ struct Entry {
     build: Constructor,
 }
 
-/// An algorithm name the registry does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown algorithm `{name}`; expected one of: {}, or `all`", known.join(", "))]
+/// An algorithm name the registry does not know, with the closest known name when
+/// one is close (`gcr` → `gcra`, `sliding_log` → `sliding_window_log`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownAlgorithm {
-    /// The name asked for.
+    /// The name asked for (empty for an empty entry).
     pub name: String,
     /// Every registered name, in registration order.
     pub known: Vec<String>,
+    /// The registered name the caller probably meant.
+    pub suggestion: Option<String>,
 }
+
+impl fmt::Display for UnknownAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            f.write_str("empty algorithm name")?;
+        } else {
+            write!(f, "unknown algorithm `{}`", self.name)?;
+        }
+        if let Some(s) = &self.suggestion {
+            write!(f, " (did you mean `{s}`?)")?;
+        }
+        write!(f, "; expected one of: {}, or `all`", self.known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownAlgorithm {}
 
 impl Default for Registry {
     fn default() -> Registry {
@@ -132,18 +150,104 @@ impl Registry {
     }
 
     fn find(&self, name: &str) -> Result<&Entry, UnknownAlgorithm> {
-        self.entries
-            .iter()
-            .find(|e| e.name == name)
-            .ok_or_else(|| UnknownAlgorithm {
+        self.entries.iter().find(|e| e.name == name).ok_or_else(|| {
+            let known: Vec<String> = self.names().map(str::to_string).collect();
+            UnknownAlgorithm {
                 name: name.to_string(),
-                known: self.names().map(str::to_string).collect(),
-            })
+                suggestion: closest_name(name, &known),
+                known,
+            }
+        })
     }
+}
+
+/// The name in `known` that `name` most probably meant: the only one within a small
+/// edit distance (ignoring case and `-` for `_`), or else the only one containing every
+/// `_`-separated part of `name` (`sliding_log`, `leaky`). `None` when nothing is close
+/// or several are equally close.
+fn closest_name(name: &str, known: &[String]) -> Option<String> {
+    let norm = |s: &str| s.trim().to_ascii_lowercase().replace('-', "_");
+    let name = norm(name);
+    if name.len() < 2 {
+        return None;
+    }
+    let unique = |matches: Vec<&String>| match matches.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
+    };
+    let distances: Vec<(usize, &String)> = known
+        .iter()
+        .map(|k| (edit_distance(&name, &norm(k)), k))
+        .collect();
+    let best = distances.iter().map(|(d, _)| *d).min()?;
+    if best <= (name.chars().count() / 4).max(2) {
+        let at_best = distances.iter().filter(|(d, _)| *d == best);
+        return unique(at_best.map(|(_, k)| *k).collect());
+    }
+    let parts: Vec<&str> = name.split('_').filter(|p| p.len() >= 3).collect();
+    if parts.is_empty() {
+        return None;
+    }
+    unique(
+        known
+            .iter()
+            .filter(|k| parts.iter().all(|p| norm(k).contains(p)))
+            .collect(),
+    )
+}
+
+/// Levenshtein distance in characters: insertions, deletions and substitutions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.names()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_close_algorithm_name_is_suggested_and_a_far_or_ambiguous_one_is_not() {
+        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        let cases = [
+            ("gcr", Some("gcra")),
+            ("GCRA", Some("gcra")),
+            ("token-bucket", Some("token_bucket")),
+            ("tokenbucket", Some("token_bucket")),
+            ("sliding_windw_log", Some("sliding_window_log")),
+            ("sliding_log", Some("sliding_window_log")),
+            ("leaky", Some("leaky_bucket")),
+            ("fixed", Some("fixed_window")),
+            ("nope", None),
+            ("bucket", None),
+            ("sliding", None),
+            ("sliding_window", None),
+            ("gcar", Some("gcra")),
+            ("window", None),
+            ("", None),
+            ("x", None),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(closest_name(name, &known).as_deref(), expected, "{name:?}");
+        }
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("gcra", "gcra"), 0);
     }
 }

@@ -11,7 +11,8 @@
 //! 1. [`prepare_output_dir`] before any long work, so a bad `--out` fails at once;
 //! 2. [`DecisionCsvWriter`] / [`WindowCountsCsvWriter`] streamed while the engine runs
 //!    (each writes under a temporary name; `finish` renames it into place);
-//! 3. [`write_summary`] with [`SummaryRow`]s, [`render_summary_table`] for stdout;
+//! 3. [`write_summary`] with the runs' metrics, [`render_summary_table`] with [`SummaryRow`]s
+//!    for stdout;
 //! 4. [`render_timeline`], [`render_window_counts`], [`render_over_admission`].
 //!
 //! ```
@@ -28,7 +29,7 @@
 //!     cost: 1,
 //!     allowed: false,
 //!     remaining: 0,
-//!     retry_after: Nanos::from_millis(9_900),
+//!     retry_after: Some(Nanos::from_millis(9_900)),
 //! })?;
 //! let text = String::from_utf8(csv.into_inner()?)?;
 //! assert_eq!(

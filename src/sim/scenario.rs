@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
-use crate::registry::Registry;
+use crate::registry::{Registry, UnknownAlgorithm};
 use crate::rule::Rule;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -78,85 +78,6 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     (line, before[line_start..].chars().count() + 1)
-}
-
-/// An algorithm name the registry does not know, with the closest known name when
-/// one is close (`gcr` → `gcra`, `sliding_log` → `sliding_window_log`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlgorithmNameError {
-    /// The name asked for (trimmed; empty for an empty entry).
-    pub name: String,
-    /// Every registered name, in registration order.
-    pub known: Vec<String>,
-    /// The registered name the user probably meant.
-    pub suggestion: Option<String>,
-}
-
-impl fmt::Display for AlgorithmNameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.name.is_empty() {
-            f.write_str("empty algorithm name")?;
-        } else {
-            write!(f, "unknown algorithm `{}`", self.name)?;
-        }
-        if let Some(s) = &self.suggestion {
-            write!(f, " (did you mean `{s}`?)")?;
-        }
-        write!(f, "; expected one of: {}, or `all`", self.known.join(", "))
-    }
-}
-
-impl std::error::Error for AlgorithmNameError {}
-
-/// The name in `known` that `name` most probably meant: the only one within a small
-/// edit distance (ignoring case and `-` for `_`), or else the only one containing every
-/// `_`-separated part of `name` (`sliding_log`, `leaky`). `None` when nothing is close
-/// or several are equally close.
-fn closest_name(name: &str, known: &[String]) -> Option<String> {
-    let norm = |s: &str| s.trim().to_ascii_lowercase().replace('-', "_");
-    let name = norm(name);
-    if name.len() < 2 {
-        return None;
-    }
-    let unique = |matches: Vec<&String>| match matches.as_slice() {
-        [one] => Some((*one).clone()),
-        _ => None,
-    };
-    let distances: Vec<(usize, &String)> = known
-        .iter()
-        .map(|k| (edit_distance(&name, &norm(k)), k))
-        .collect();
-    let best = distances.iter().map(|(d, _)| *d).min()?;
-    if best <= (name.chars().count() / 4).max(2) {
-        let at_best = distances.iter().filter(|(d, _)| *d == best);
-        return unique(at_best.map(|(_, k)| *k).collect());
-    }
-    let parts: Vec<&str> = name.split('_').filter(|p| p.len() >= 3).collect();
-    if parts.is_empty() {
-        return None;
-    }
-    unique(
-        known
-            .iter()
-            .filter(|k| parts.iter().all(|p| norm(k).contains(p)))
-            .collect(),
-    )
-}
-
-/// Levenshtein distance in characters: insertions, deletions and substitutions.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitute = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// A validated scenario: everything the engine needs, with defaults filled in.
@@ -425,26 +346,9 @@ impl Scenario {
     }
 
     /// Replaces the algorithm list (`all` allowed), e.g. from a command-line flag.
-    pub fn set_algorithms<S: AsRef<str>>(&mut self, names: &[S]) -> Result<(), AlgorithmNameError> {
-        self.algorithms = Scenario::resolve_algorithms(names)?;
+    pub fn set_algorithms<S: AsRef<str>>(&mut self, names: &[S]) -> Result<(), UnknownAlgorithm> {
+        self.algorithms = Registry::default().resolve(names)?;
         Ok(())
-    }
-
-    /// Resolves an algorithm list as a scenario file's `algorithms` is resolved:
-    /// registry names or `all` (every one), in order, repeats dropped. An unknown name
-    /// is an error that suggests the closest registered name, when one is close.
-    pub fn resolve_algorithms<S: AsRef<str>>(
-        names: &[S],
-    ) -> Result<Vec<String>, AlgorithmNameError> {
-        let registry = Registry::default();
-        registry.resolve(names).map_err(|e| {
-            let suggestion = closest_name(&e.name, &e.known);
-            AlgorithmNameError {
-                name: e.name,
-                known: e.known,
-                suggestion,
-            }
-        })
     }
 }
 
@@ -646,9 +550,9 @@ impl<const MAX: u64> WholeVisitor<MAX> {
     }
 }
 
-/// `text` as a whole number from 0 to `u64::MAX`, or why not, in the words of
-/// [`Whole`]'s messages: for numbers outside TOML, such as a trace's cost or the CLI's
-/// `--limit` and `--burst`.
+/// `text` as a whole number from 0 to `u64::MAX`, or why not, in the words the
+/// scenario file uses for whole numbers: for numbers outside TOML, such as a trace's
+/// cost or the CLI's `--limit` and `--burst`.
 ///
 /// ```
 /// use ratesim::sim::parse_whole;
@@ -906,7 +810,8 @@ impl Builder<'_> {
         // `all` expands in place and repeats are dropped, keeping the first.
         let mut resolved: Vec<String> = Vec::new();
         for name in list.get_ref() {
-            let expanded = Scenario::resolve_algorithms(&[name.get_ref()])
+            let expanded = Registry::default()
+                .resolve(&[name.get_ref()])
                 .map_err(|e| self.err(name.span(), e.to_string()))?;
             for n in expanded {
                 if !resolved.contains(&n) {
@@ -1256,35 +1161,6 @@ rate = 0.3
         let err = parse(&format!("{MINIMAL}end = 0\n")).unwrap_err();
         assert_eq!(err.position, Some((10, 7)), "{err}");
         assert!(err.message.contains("`end` after"), "{err}");
-    }
-
-    #[test]
-    fn a_close_algorithm_name_is_suggested_and_a_far_or_ambiguous_one_is_not() {
-        let known: Vec<String> = Registry::default().names().map(String::from).collect();
-        let cases = [
-            ("gcr", Some("gcra")),
-            ("GCRA", Some("gcra")),
-            ("token-bucket", Some("token_bucket")),
-            ("tokenbucket", Some("token_bucket")),
-            ("sliding_windw_log", Some("sliding_window_log")),
-            ("sliding_log", Some("sliding_window_log")),
-            ("leaky", Some("leaky_bucket")),
-            ("fixed", Some("fixed_window")),
-            ("nope", None),
-            ("bucket", None),
-            ("sliding", None),
-            ("sliding_window", None),
-            ("gcar", Some("gcra")),
-            ("window", None),
-            ("", None),
-            ("x", None),
-        ];
-        for (name, expected) in cases {
-            assert_eq!(closest_name(name, &known).as_deref(), expected, "{name:?}");
-        }
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("gcra", "gcra"), 0);
     }
 
     #[test]
