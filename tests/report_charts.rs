@@ -211,6 +211,33 @@ fn the_window_chart_draws_every_algorithm_in_its_colour() {
     }
 }
 
+/// Small multiples: each algorithm's line lies in a horizontal band of its own, in
+/// order, so no line hides another (six overlaid step lines did).
+#[test]
+fn the_window_chart_gives_each_algorithm_its_own_panel() {
+    let f = burst_fixture();
+    let image = render_window_counts_rgb(&f.windows).unwrap();
+    let width = image.width as usize;
+    let rows_of = |colour: (u8, u8, u8)| {
+        let rows: Vec<usize> = image
+            .pixels
+            .chunks_exact(3)
+            .enumerate()
+            .filter(|(_, p)| (p[0], p[1], p[2]) == colour)
+            .map(|(i, _)| i / width)
+            .collect();
+        (*rows.iter().min().unwrap(), *rows.iter().max().unwrap())
+    };
+    let bands: Vec<(usize, usize)> = ALGORITHMS
+        .iter()
+        .enumerate()
+        .map(|(i, name)| rows_of(rgb(algorithm_color(name, i))))
+        .collect();
+    for pair in bands.windows(2) {
+        assert!(pair[0].1 < pair[1].0, "bands overlap: {bands:?}");
+    }
+}
+
 #[test]
 fn the_over_admission_chart_marks_only_over_limit_bars_in_the_warning_colour() {
     let f = burst_fixture();

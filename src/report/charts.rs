@@ -18,6 +18,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use thiserror::Error;
 
 use super::output::{OutputError, TempPath};
+use super::summary::format_ratio;
 
 /// Width of every chart, in pixels.
 pub const CHART_WIDTH: u32 = 1200;
@@ -422,21 +423,6 @@ fn draw_legend_row<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Draws legend entries top to bottom from `(x, y)`.
-fn draw_legend_column<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    (x, mut y): (i32, i32),
-    entries: &[(String, LegendMark)],
-) -> DrawResult<DB> {
-    for (label, mark) in entries {
-        draw_legend_mark(area, (x, y), mark)?;
-        let style = font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-        area.draw(&Text::new(label.clone(), (x + 40, y), style))?;
-        y += 32;
-    }
-    Ok(())
-}
-
 fn draw_legend_mark<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     (x, y): (i32, i32),
@@ -800,114 +786,93 @@ pub fn draw_window_counts<DB: DrawingBackend>(
         ((CHART_WIDTH / 2) as i32, 35),
         font(CAPTION_SIZE).pos(Pos::new(HPos::Center, VPos::Center)),
     ))?;
-    let legend_width = {
-        let w = label_area_width(&body, series.iter().map(|s| s.0.clone()))?;
-        (w + 70).clamp(200, 420)
-    };
-    let (plot, legend_area) = body.split_horizontally(CHART_WIDTH - legend_width);
-
-    let mut chart = ChartBuilder::on(&plot)
-        .margin_right(20)
-        .margin_top(10)
-        .margin_bottom(10)
-        .x_label_area_size(70)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0.0..end, 0.0..y_end)?;
-    let x_fmt = |v: &f64| format_seconds(*v, end);
-    let y_fmt = |v: &f64| format!("{v:.0}");
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .y_max_light_lines(1)
-        .light_line_style(RGBColor(245, 245, 245))
-        .bold_line_style(RGBColor(225, 225, 225))
-        .x_desc("time (s)")
-        .y_desc("admitted in trailing window (requests)")
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .x_labels(12)
-        .y_labels(10)
-        .axis_desc_style(font(AXIS_TITLE_SIZE))
-        .label_style(font(TICK_SIZE))
-        .draw()?;
-
-    // Everything above the limit is over-admission: tint it so a spike into it reads
-    // as a violation at a glance.
-    chart.draw_series(iter::once(Rectangle::new(
-        [(0.0, limit), (end, y_end)],
-        RGBColor(254, 242, 237).filled(),
-    )))?;
-    for x in boundaries(input.window_s, end) {
-        chart.draw_series(iter::once(PathElement::new(
-            vec![(x, 0.0), (x, y_end)],
-            RGBColor(205, 205, 205).stroke_width(1),
-        )))?;
+    if series.is_empty() {
+        return draw_nothing_to_show(&body);
     }
 
-    // Earlier series are drawn wider so that lines sharing a value stay visible as
-    // nested stripes instead of hiding each other.
-    let count = series.len();
-    for (i, (_, points)) in series.iter().enumerate() {
-        let width = 3 + 2 * (count - 1 - i) as u32;
+    // Small multiples: one panel per algorithm, all on the same axes, so each line is
+    // read on its own (six overlaid step lines hide each other) and panels compare at
+    // a glance. Only the bottom panel carries the time axis.
+    let axis = 60;
+    let (_, body_height) = body.dim_in_pixel();
+    let panel_height = (body_height.saturating_sub(axis) / series.len() as u32).max(1);
+    let breaks: Vec<i32> = (1..series.len())
+        .map(|i| (panel_height * i as u32) as i32)
+        .collect();
+    let panels = body.split_by_breakpoints([] as [i32; 0], breaks);
+    let last = series.len() - 1;
+    for (i, ((name, points), panel)) in series.iter().zip(&panels).enumerate() {
         let color = algorithm_color(&input.series[i].algorithm, i);
+        let bottom = i == last;
+        let mut chart = ChartBuilder::on(panel)
+            .margin_right(30)
+            .margin_top(26)
+            .x_label_area_size(if bottom { axis } else { 0 })
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..end, 0.0..y_end)?;
+        let x_fmt = |v: &f64| format_seconds(*v, end);
+        let y_fmt = |v: &f64| format!("{v:.0}");
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_max_light_lines(0)
+            .bold_line_style(RGBColor(230, 230, 230))
+            .x_desc(if bottom { "time (s)" } else { "" })
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .x_labels(if bottom { 12 } else { 0 })
+            .y_labels(3)
+            .axis_desc_style(font(AXIS_TITLE_SIZE))
+            .label_style(font(TICK_SIZE))
+            .draw()?;
+        // Everything above the limit is over-admission: tinted, so a spike into it
+        // reads as a violation at a glance.
+        chart.draw_series(iter::once(Rectangle::new(
+            [(0.0, limit), (end, y_end)],
+            RGBColor(254, 242, 237).filled(),
+        )))?;
+        for x in boundaries(input.window_s, end) {
+            chart.draw_series(iter::once(PathElement::new(
+                vec![(x, 0.0), (x, y_end)],
+                RGBColor(215, 215, 215).stroke_width(1),
+            )))?;
+        }
+        chart.draw_series(iter::once(DashedPathElement::new(
+            vec![(0.0, limit), (end, limit)],
+            8,
+            5,
+            BLACK.stroke_width(1),
+        )))?;
         chart.draw_series(iter::once(PathElement::new(
             step_path(points, end),
-            color.stroke_width(width.min(15)),
+            color.stroke_width(2),
         )))?;
-    }
-
-    chart.draw_series(iter::once(DashedPathElement::new(
-        vec![(0.0, limit), (end, limit)],
-        10,
-        6,
-        BLACK.stroke_width(2),
-    )))?;
-    chart.draw_series(iter::once(
-        EmptyElement::at((end, limit))
-            + Text::new(
-                format!("limit = {}", input.limit),
-                (-8, -6),
-                font(TICK_SIZE).pos(Pos::new(HPos::Right, VPos::Bottom)),
-            ),
-    ))?;
-
-    if let Some((count, t, name)) = peak
-        && count > input.limit
-        && input.limit > 0
-    {
-        let times = count as f64 / limit;
-        let label = format!("{name} peaks at {count} = {times:.1}× limit");
-        let left = t > end * 0.6;
-        let anchor = if left { HPos::Right } else { HPos::Left };
-        chart.draw_series(iter::once(
-            EmptyElement::at((t, count as f64))
-                + Circle::new((0, 0), 6, BLACK.stroke_width(2))
-                + Text::new(
-                    label,
-                    (if left { -10 } else { 10 }, -10),
-                    font(TICK_SIZE).pos(Pos::new(anchor, VPos::Bottom)),
-                ),
+        // The panel's caption: its name and its peak against the limit.
+        let peak = points
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.total_cmp(&a.0)))
+            .copied();
+        let verdict = match peak {
+            Some((t, count)) if count > input.limit && input.limit > 0 => {
+                chart.draw_series(iter::once(
+                    EmptyElement::at((t, count as f64))
+                        + Circle::new((0, 0), 5, BLACK.stroke_width(2)),
+                ))?;
+                format!(
+                    "peaks at {count} = {} the limit of {}",
+                    format_ratio(count as f64 / limit),
+                    input.limit
+                )
+            }
+            Some((_, count)) => format!("at most {count}, within the limit of {}", input.limit),
+            None => "nothing admitted".to_string(),
+        };
+        panel.draw(&Text::new(
+            format!("{name}: {verdict}"),
+            (80, 4),
+            font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
         ))?;
     }
-
-    let mut entries: Vec<(String, LegendMark)> = series
-        .iter()
-        .enumerate()
-        .map(|(i, (name, _))| {
-            let color = algorithm_color(&input.series[i].algorithm, i);
-            (name.clone(), LegendMark::Line(color, 4))
-        })
-        .collect();
-    entries.push((
-        format!("limit = {}", input.limit),
-        LegendMark::Dashed(BLACK),
-    ));
-    legend_area.draw(&Text::new(
-        "algorithm",
-        (10, 30),
-        font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Center)),
-    ))?;
-    draw_legend_column(&legend_area, (10, 66), &entries)?;
     Ok(())
 }
 
@@ -992,7 +957,7 @@ pub fn draw_over_admission<DB: DrawingBackend>(
             )))?;
             chart.draw_series(iter::once(
                 EmptyElement::at((v, y + 0.5))
-                    + Text::new(super::summary::format_ratio(*value), (14, 0), label_style),
+                    + Text::new(format_ratio(*value), (14, 0), label_style),
             ))?;
         } else {
             chart.draw_series(iter::once(
