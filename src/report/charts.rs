@@ -772,11 +772,12 @@ pub fn draw_window_counts<DB: DrawingBackend>(
     for (_, points) in &mut series {
         *points = decimate(points, 0.0, end, 900);
     }
-    let peak = series
+    // Every panel shares one y axis, tall enough for the highest count of any.
+    let highest = series
         .iter()
-        .flat_map(|(name, p)| p.iter().map(move |&(t, c)| (c, t, name)))
-        .max_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
-    let top_count = peak.map_or(0, |p| p.0).max(input.limit).max(1) as f64;
+        .flat_map(|(_, p)| p.iter().map(|&(_, c)| c))
+        .max();
+    let top_count = highest.unwrap_or(0).max(input.limit).max(1) as f64;
     let y_end = (top_count * 1.25).ceil().max(top_count + 1.0);
     let limit = input.limit as f64;
 
