@@ -57,7 +57,7 @@ pub use algorithm::{
 pub use composite::{Composite, CompositeDecision, EmptyComposite};
 pub use limiter::{InsufficientCapacity, RateLimiter};
 pub use middleware::{EndpointRule, HttpDecision, Middleware, RulesError};
-pub use registry::{Registry, UnknownAlgorithm};
+pub use registry::{Builtin, Registry, UnknownAlgorithm};
 pub use rule::{Decision, Rule, RuleError, UNLIMITED};
 pub use time::{Clock, FakeClock, MonotonicClock, Nanos, ParseTimeError};
 

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use ratesim::sim::worst_case::{analytic_bound, max_in_window};
+use ratesim::sim::worst_case::max_in_window;
 use ratesim::sim::{self, DecisionRow, DecisionSink, RunOptions, Scenario};
-use ratesim::{Nanos, Rule};
+use ratesim::{Nanos, Registry, Rule};
 
 const TWO_LIMITS: &str = r#"
 name = "two"
@@ -137,7 +137,11 @@ fn every_algorithm_respects_every_rule_and_the_log_is_exact_for_all_of_them() {
                 .collect();
             assert!(!stream.is_empty(), "{}", a.name);
             let found = max_in_window(&stream, rule.window());
-            let bound = analytic_bound(&a.name, &rule).unwrap();
+            let bound = Registry::builtin()
+                .entry(&a.name)
+                .unwrap()
+                .worst_case(&rule)
+                .unwrap();
             assert!(
                 found <= bound,
                 "{} admitted {found} in one window of {rule}; bound {bound}",

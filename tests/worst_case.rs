@@ -1,7 +1,12 @@
 //! The worst-case finder reaches every analytic bound exactly and never exceeds it.
 
-use ratesim::sim::worst_case::{SearchOptions, analytic_bound, search};
+use ratesim::sim::worst_case::{SearchOptions, search};
 use ratesim::{Nanos, Registry, Rule};
+
+/// The registry's bound for the built-in `name` under `rule`.
+fn analytic_bound(name: &str, rule: &Rule) -> Option<u64> {
+    Registry::builtin().entry(name).unwrap().worst_case(rule)
+}
 
 fn rules() -> Vec<Rule> {
     let r = |max, window: Nanos, burst| Rule::new(max, window).unwrap().with_burst(burst).unwrap();
@@ -24,8 +29,8 @@ fn rules() -> Vec<Rule> {
 #[test]
 fn the_search_reaches_every_analytic_bound_exactly_and_never_exceeds_it() {
     for rule in rules() {
-        for name in Registry::default().names() {
-            let case = search(name, rule, SearchOptions::default()).unwrap();
+        for name in Registry::builtin().names() {
+            let case = search(Registry::builtin(), name, rule, SearchOptions::default()).unwrap();
             let bound = analytic_bound(name, &rule).unwrap();
             assert_eq!(
                 case.max_in_window, bound,
@@ -48,8 +53,8 @@ fn on_windows_of_a_few_nanoseconds_the_bounds_shrink_and_hold() {
                     .unwrap()
                     .with_burst(burst)
                     .unwrap();
-                for name in Registry::default().names() {
-                    let found = search(name, rule, SearchOptions::default())
+                for name in Registry::builtin().names() {
+                    let found = search(Registry::builtin(), name, rule, SearchOptions::default())
                         .unwrap()
                         .max_in_window;
                     let bound = analytic_bound(name, &rule).unwrap();
@@ -71,9 +76,9 @@ fn on_windows_of_a_few_nanoseconds_the_bounds_shrink_and_hold() {
 fn random_search_alone_never_beats_the_bound() {
     // Many more random trials, other seeds: a bug that over-admits would show here.
     for rule in rules() {
-        for name in Registry::default().names() {
+        for name in Registry::builtin().names() {
             for seed in 2..5 {
-                let case = search(name, rule, SearchOptions { trials: 400, seed }).unwrap();
+                let case = search(Registry::builtin(), name, rule, SearchOptions { trials: 400, seed }).unwrap();
                 assert!(
                     case.max_in_window <= analytic_bound(name, &rule).unwrap(),
                     "{name} {rule} seed {seed}"
@@ -89,7 +94,7 @@ fn the_winning_stream_replays_to_the_same_count() {
     let rule = Rule::new(5, Nanos::from_secs(10)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     for name in ["fixed_window", "sliding_window_counter", "token_bucket"] {
-        let case = search(name, rule, SearchOptions::default()).unwrap();
+        let case = search(Registry::builtin(), name, rule, SearchOptions::default()).unwrap();
         let trace = dir.path().join(format!("{name}.csv"));
         std::fs::write(&trace, sim::worst_case::trace_csv(&case)).unwrap();
         let text = sim::worst_case::replay_scenario(&case, &rule, &format!("{name}.csv"));
@@ -112,7 +117,7 @@ fn the_winning_stream_replays_to_the_same_count() {
 #[test]
 fn the_replay_scenario_writes_durations_as_people_write_them_and_reads_back_exactly() {
     use ratesim::sim::{Scenario, worst_case::replay_scenario};
-    let case = search("fixed_window", rules()[1], SearchOptions::default()).unwrap();
+    let case = search(Registry::builtin(), "fixed_window", rules()[1], SearchOptions::default()).unwrap();
     let end = case.stream.last().unwrap().0 + Nanos::new(1);
     let text = replay_scenario(&case, &rules()[1], "fixed_window.csv");
     assert!(text.contains("\nwindow = \"10s\"\n"), "{text}");
@@ -122,7 +127,7 @@ fn the_replay_scenario_writes_durations_as_people_write_them_and_reads_back_exac
     );
     assert!(!text.contains("000000000ns"), "{text}");
     for rule in rules() {
-        let case = search("gcra", rule, SearchOptions::default()).unwrap();
+        let case = search(Registry::builtin(), "gcra", rule, SearchOptions::default()).unwrap();
         let text = replay_scenario(&case, &rule, "gcra.csv");
         let scenario = Scenario::parse(&text, std::path::Path::new("gcra.toml"))
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -139,8 +144,8 @@ fn the_replay_scenario_writes_durations_as_people_write_them_and_reads_back_exac
 fn every_strict_setting_keeps_the_worst_case_within_the_limit() {
     use ratesim::sim::calibrate::strict_rule;
     for rule in rules() {
-        for name in Registry::default().names() {
-            let Some(strict) = strict_rule(name, &rule) else {
+        for name in Registry::builtin().names() {
+            let Some(strict) = strict_rule(Registry::builtin().entry(name).unwrap(), &rule) else {
                 assert_eq!(
                     (name, rule.max_requests()),
                     ("fixed_window", 1),
@@ -149,7 +154,7 @@ fn every_strict_setting_keeps_the_worst_case_within_the_limit() {
                 assert!(rule.window() >= Nanos::new(2), "a 1 ns window: {rule}");
                 continue;
             };
-            let found = search(name, strict, SearchOptions::default())
+            let found = search(Registry::builtin(), name, strict, SearchOptions::default())
                 .unwrap()
                 .max_in_window;
             assert!(
@@ -180,8 +185,8 @@ fn every_strict_setting_keeps_the_worst_case_within_the_limit() {
 fn calibrate_reports_nominal_poisson_and_verified_strict_numbers() {
     use ratesim::sim::calibrate::calibrate;
     let rule = Rule::new(10, Nanos::from_secs(1)).unwrap();
-    for name in Registry::default().names() {
-        let c = calibrate(name, rule, SearchOptions::default()).unwrap();
+    for name in Registry::builtin().names() {
+        let c = calibrate(Registry::builtin(), name, rule, SearchOptions::default()).unwrap();
         assert_eq!(Some(c.nominal_worst), c.nominal_analytic, "{name}");
         assert!(
             c.poisson_1x <= c.nominal_worst && c.poisson_2x <= c.nominal_worst,

@@ -41,6 +41,20 @@ impl FixedWindow {
     }
 }
 
+impl FixedWindow {
+    /// The most admitted (by cost) in any window of length `W` under `rule`: `2N`, a
+    /// full window's quota at the last instant of one aligned window and another at the
+    /// first of the next; `N` when `W` is 1 ns (one instant cannot straddle a boundary).
+    pub fn worst_case(rule: &Rule) -> u64 {
+        let n = rule.max_requests();
+        if rule.window().as_u64() >= 2 {
+            n.saturating_mul(2)
+        } else {
+            n
+        }
+    }
+}
+
 impl Algorithm for FixedWindow {
     type State = WindowState;
 

@@ -59,6 +59,15 @@ impl Gcra {
     }
 }
 
+impl Gcra {
+    /// The most admitted (by cost) in any window of length `W` under `rule`:
+    /// `B + N − 1` for windows of at least `N` ns (see the bucket module for the exact
+    /// form).
+    pub fn worst_case(rule: &Rule) -> u64 {
+        super::saturate(super::bucket::worst_case(rule))
+    }
+}
+
 impl Algorithm for Gcra {
     type State = GcraState;
 

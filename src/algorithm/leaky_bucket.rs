@@ -1,7 +1,7 @@
 //! Leaky bucket as a meter: each request pours water in, the bucket drains steadily.
 
-use super::token_bucket::elapsed_units;
-use super::{Algorithm, BucketState, div, div_ceil, wait_until};
+use super::bucket::{Bucket, BucketState};
+use super::{Algorithm, div};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -14,27 +14,27 @@ use crate::time::Nanos;
 /// *queue* form (a shaper that delays instead of rejecting) needs a worker draining a
 /// bounded queue and does not fit an allow/deny API.
 #[derive(Debug, Clone)]
-pub struct LeakyBucket {
-    rule: Rule,
-    unit: u128,
-    cap: u128,
-}
+pub struct LeakyBucket(Bucket);
 
 impl LeakyBucket {
     /// A leaky bucket for `rule` (capacity `rule.burst()`).
     pub fn new(rule: Rule) -> LeakyBucket {
-        let unit = u128::from(rule.window().as_u64());
-        LeakyBucket {
-            rule,
-            unit,
-            cap: unit * u128::from(rule.burst()),
-        }
+        LeakyBucket(Bucket::new(rule))
     }
 
     /// The water held at `now` (drained, floored at 0) and the clamped instant.
     fn water(&self, s: &BucketState, now: Nanos) -> (u128, Nanos) {
-        let (drained, now) = elapsed_units(&self.rule, s, now);
+        let (drained, now) = self.0.elapsed_units(s, now);
         (s.level().saturating_sub(drained), now)
+    }
+}
+
+impl LeakyBucket {
+    /// The most admitted (by cost) in any window of length `W` under `rule`:
+    /// `B + N − 1` for windows of at least `N` ns (see the bucket module for the exact
+    /// form).
+    pub fn worst_case(rule: &Rule) -> u64 {
+        super::saturate(super::bucket::worst_case(rule))
     }
 }
 
@@ -46,11 +46,11 @@ impl Algorithm for LeakyBucket {
     }
 
     fn rule(&self) -> &Rule {
-        &self.rule
+        &self.0.rule
     }
 
     fn capacity(&self) -> u64 {
-        self.rule.burst()
+        self.0.rule.burst()
     }
 
     fn new_state(&self, now: Nanos) -> BucketState {
@@ -59,8 +59,8 @@ impl Algorithm for LeakyBucket {
 
     fn try_acquire(&self, state: &mut BucketState, now: Nanos, cost: u64) -> bool {
         let (water, now) = self.water(state, now);
-        let pour = u128::from(cost) * self.unit;
-        let allowed = pour <= self.cap - water;
+        let pour = u128::from(cost) * self.0.unit;
+        let allowed = pour <= self.0.cap - water;
         state.set_level(if allowed { water + pour } else { water });
         state.last = now;
         allowed
@@ -68,27 +68,25 @@ impl Algorithm for LeakyBucket {
 
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {
         let (water, _) = self.water(state, now);
-        div(self.cap - water, self.unit) as u64
+        div(self.0.cap - water, self.0.unit) as u64
     }
 
     fn retry_after(&self, state: &BucketState, now: Nanos, cost: u64) -> Option<Nanos> {
-        if cost > self.rule.burst() {
+        if cost > self.0.rule.burst() {
             return None;
         }
         let (water, clamped) = self.water(state, now);
-        let pour = u128::from(cost) * self.unit;
+        let pour = u128::from(cost) * self.0.unit;
         // `pour − room`, never `water + pour − cap`: the sum can pass `u128::MAX`.
-        let overflow = pour.saturating_sub(self.cap - water);
+        let overflow = pour.saturating_sub(self.0.cap - water);
         if overflow == 0 {
             return Some(Nanos::ZERO);
         }
-        let wait = div_ceil(overflow, u128::from(self.rule.max_requests()));
-        Some(wait_until(u128::from(clamped.as_u64()) + wait, now))
+        Some(self.0.wait_for(overflow, clamped, now))
     }
 
     fn reset_after(&self, state: &BucketState, now: Nanos) -> Nanos {
         let (water, clamped) = self.water(state, now);
-        let wait = div_ceil(water, u128::from(self.rule.max_requests()));
-        wait_until(u128::from(clamped.as_u64()) + wait, now)
+        self.0.wait_for(water, clamped, now)
     }
 }

@@ -18,6 +18,7 @@
 //! - **`is_idle`** is true only when the state is indistinguishable from a fresh one, so
 //!   the limiter can forget the key without changing any future decision.
 
+mod bucket;
 mod dynamic;
 mod fixed_window;
 mod gcra;
@@ -32,7 +33,8 @@ pub use gcra::{Gcra, GcraState};
 pub use leaky_bucket::LeakyBucket;
 pub use sliding_window_counter::{CounterState, SlidingWindowCounter};
 pub use sliding_window_log::{LogState, SlidingWindowLog};
-pub use token_bucket::{BucketState, TokenBucket};
+pub use bucket::BucketState;
+pub use token_bucket::TokenBucket;
 
 use crate::rule::Rule;
 use crate::time::Nanos;
@@ -135,30 +137,7 @@ fn wait_until(at: u128, now: Nanos) -> Nanos {
     Nanos::saturating_from_u128(at.saturating_sub(u128::from(now.as_u64())))
 }
 
-/// One-line descriptions for `ratesim list`, by registry name.
-pub const DESCRIPTIONS: &[(&str, &str)] = &[
-    (
-        "token_bucket",
-        "Bucket of `burst` tokens refilled at max/window: bursts up to capacity, then a steady rate.",
-    ),
-    (
-        "leaky_bucket",
-        "Leaky bucket as a meter (policer): the token bucket's mirror image, identical decisions.",
-    ),
-    (
-        "fixed_window",
-        "One counter per aligned window: cheapest, but up to 2 x max passes across a boundary.",
-    ),
-    (
-        "sliding_window_log",
-        "Exact: logs each admitted request and counts those in (now - W, now]. Memory O(max).",
-    ),
-    (
-        "sliding_window_counter",
-        "Two counters, previous window weighted by overlap: O(1), approximate (up to 2 x max - 1).",
-    ),
-    (
-        "gcra",
-        "Generic cell rate algorithm: one timestamp per key, same decisions as the leaky bucket.",
-    ),
-];
+/// `v` as a `u64`, or `u64::MAX` when it does not fit.
+fn saturate(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}

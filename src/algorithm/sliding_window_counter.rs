@@ -97,6 +97,17 @@ impl SlidingWindowCounter {
     }
 }
 
+impl SlidingWindowCounter {
+    /// The most admitted (by cost) in any window of length `W` under `rule`: `N` at a
+    /// window's last instant, then `N·e/W` more `e ≤ W − 2` ns into the next:
+    /// `max(N, 2N − ⌈2N/W⌉)`, which is `2N − 1` for windows of at least `2N` ns.
+    pub fn worst_case(rule: &Rule) -> u64 {
+        let n = u128::from(rule.max_requests());
+        let w = u128::from(rule.window().as_u64()).max(1);
+        super::saturate(n.max(2 * n - (2 * n).div_ceil(w)))
+    }
+}
+
 impl Algorithm for SlidingWindowCounter {
     type State = CounterState;
 

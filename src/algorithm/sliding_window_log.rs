@@ -68,6 +68,14 @@ impl SlidingWindowLog {
     }
 }
 
+impl SlidingWindowLog {
+    /// The most admitted (by cost) in any window of length `W` under `rule`: exactly
+    /// `N`, the limit itself: the log is exact by construction.
+    pub fn worst_case(rule: &Rule) -> u64 {
+        rule.max_requests()
+    }
+}
+
 impl Algorithm for SlidingWindowLog {
     type State = LogState;
 

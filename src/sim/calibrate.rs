@@ -6,8 +6,9 @@
 
 use serde::Serialize;
 
-use super::worst_case::{SearchError, SearchOptions, analytic_bound, search};
+use super::worst_case::{SearchError, SearchOptions, search};
 use super::{NoopSink, RunOptions, Scenario, SimError};
+use crate::registry::{Entry, Registry};
 use crate::rule::Rule;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -41,21 +42,19 @@ pub struct Calibration {
 /// no such rule exists (a fixed window of 1 over a window of 2 ns or more: two requests
 /// straddling a boundary always pass).
 ///
-/// The largest `N'` whose [`analytic_bound`] is at most `N`, by binary search (every
-/// bound grows with `N'`), with the burst `B = ⌈N/2⌉` for the buckets and GCRA (room
-/// for a burst and a steady rate) and `B = N'` for the others. For windows of at least
+/// The largest `N'` whose worst case ([`Entry::worst_case`]) is at most `N`, by binary search (every
+/// bound grows with `N'`), with the burst `B = ⌈N/2⌉` for the algorithms whose capacity
+/// is the burst (the buckets and GCRA: room for a burst and a steady rate) and `B = N'`
+/// for the others; `None` too for an algorithm with no known worst case. For windows of at least
 /// `2N` ns this is:
 /// - buckets and GCRA: `B + N' − 1 ≤ N`, `N' = N − B + 1`;
 /// - sliding window counter: `2N' − 1 ≤ N`, `N' = ⌊(N + 1)/2⌋`;
 /// - fixed window: `2N' ≤ N`, `N' = ⌊N/2⌋`;
 /// - sliding log: `N`, already exact.
-pub fn strict_rule(algorithm: &str, rule: &Rule) -> Option<Rule> {
+pub fn strict_rule(algorithm: &Entry, rule: &Rule) -> Option<Rule> {
     let n = rule.max_requests();
-    let bucket_burst = match algorithm {
-        "token_bucket" | "leaky_bucket" | "gcra" => Some(n.div_ceil(2)),
-        "sliding_window_log" | "fixed_window" | "sliding_window_counter" => None,
-        _ => return None,
-    };
+    algorithm.worst_case_formula()?;
+    let bucket_burst = algorithm.uses_burst().then(|| n.div_ceil(2));
     let with = |max: u64| {
         Rule::new(max, rule.window())
             .and_then(|r| r.with_burst(bucket_burst.unwrap_or(max)))
@@ -63,7 +62,7 @@ pub fn strict_rule(algorithm: &str, rule: &Rule) -> Option<Rule> {
     };
     let strict = |max: u64| {
         with(max)
-            .and_then(|r| analytic_bound(algorithm, &r))
+            .and_then(|r| algorithm.worst_case(&r))
             .is_some_and(|bound| bound <= n)
     };
     if !strict(1) {
@@ -82,23 +81,26 @@ pub fn strict_rule(algorithm: &str, rule: &Rule) -> Option<Rule> {
     with(lo)
 }
 
-/// Calibrates `algorithm` for the nominal `rule`.
+/// Calibrates the algorithm called `algorithm` in `registry` for the nominal `rule`.
 pub fn calibrate(
+    registry: &Registry,
     algorithm: &str,
     rule: Rule,
     options: SearchOptions,
 ) -> Result<Calibration, CalibrateError> {
-    let nominal = search(algorithm, rule, options)?;
-    let poisson = |factor: u64| poisson_max_in_window(algorithm, &rule, factor, options.seed);
-    let strict = strict_rule(algorithm, &rule);
+    let entry = registry.entry(algorithm).map_err(SearchError::from)?;
+    let nominal = search(registry, algorithm, rule, options)?;
+    let poisson =
+        |factor: u64| poisson_max_in_window(registry, algorithm, &rule, factor, options.seed);
+    let strict = strict_rule(entry, &rule);
     let strict_worst = match strict {
-        Some(r) => Some(search(algorithm, r, options)?.max_in_window),
+        Some(r) => Some(search(registry, algorithm, r, options)?.max_in_window),
         None => None,
     };
     Ok(Calibration {
         algorithm: algorithm.to_string(),
         limit: rule.max_requests(),
-        nominal_analytic: analytic_bound(algorithm, &rule),
+        nominal_analytic: nominal.analytic,
         nominal_worst: nominal.max_in_window,
         poisson_1x: poisson(1)?,
         poisson_2x: poisson(2)?,
@@ -132,6 +134,7 @@ const POISSON_ARRIVALS: u64 = 2_000_000;
 /// The most admitted in one window for one client sending Poisson traffic at
 /// `factor ×` the limit rate, over up to [`POISSON_WINDOWS`] windows.
 fn poisson_max_in_window(
+    registry: &Registry,
     algorithm: &str,
     rule: &Rule,
     factor: u64,

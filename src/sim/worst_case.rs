@@ -56,51 +56,6 @@ impl Default for SearchOptions {
     }
 }
 
-/// The analytic worst case (by cost) of the built-in algorithms, in any window of
-/// length `W`: `None` for algorithms this module does not know.
-///
-/// Time is whole nanoseconds, so `(t − W, t]` holds exactly `W` instants. For windows
-/// of at least `2N` ns these are the familiar `N`, `2N`, `2N − 1` and `B + N − 1`
-/// ([`analytic_formula`]), all exact; a shorter window holds too few instants to
-/// straddle a boundary or to refill a whole `N − 1`, and the bounds are smaller (exact
-/// for the windows; for the buckets an upper bound, which ignores refill lost while the
-/// bucket is full between two instants):
-/// - fixed window: `2N` once the window holds two instants (the last of one aligned
-///   window and the first of the next), `N` for `W` = 1 ns;
-/// - sliding window counter: `N` admitted at a window's last instant, then `N·e/W`
-///   more `e` ≤ `W − 2` ns into the next: `max(N, 2N − ⌈2N/W⌉)`;
-/// - buckets and GCRA: `B` at once, then the refill over the `W − 1` ns to the
-///   window's last instant, and never more than the capacity `B` at any one of the
-///   `W` instants: `min(B + N − ⌈N/W⌉, W·B)`.
-///
-/// The worst-case search reaches each exact one exactly and never exceeds any
-/// (`tests/worst_case.rs`, windows from 1 ns to 60 s).
-pub fn analytic_bound(algorithm: &str, rule: &Rule) -> Option<u64> {
-    let (n, b) = (u128::from(rule.max_requests()), u128::from(rule.burst()));
-    let w = u128::from(rule.window().as_u64()).max(1);
-    let bound = match algorithm {
-        "sliding_window_log" => n,
-        "fixed_window" if w >= 2 => 2 * n,
-        "fixed_window" => n,
-        "sliding_window_counter" => n.max(2 * n - (2 * n).div_ceil(w)),
-        "token_bucket" | "leaky_bucket" | "gcra" => (b + n - n.div_ceil(w)).min(w * b),
-        _ => return None,
-    };
-    Some(u64::try_from(bound).unwrap_or(u64::MAX))
-}
-
-/// [`analytic_bound`] as a formula, for people: `"2N"`, `"B + N - 1"`, … (windows of at
-/// least `2N` ns; shorter ones admit less, see [`analytic_bound`]).
-pub fn analytic_formula(algorithm: &str) -> Option<&'static str> {
-    Some(match algorithm {
-        "sliding_window_log" => "N",
-        "fixed_window" => "2N",
-        "sliding_window_counter" => "2N - 1",
-        "token_bucket" | "leaky_bucket" | "gcra" => "B + N - 1",
-        _ => return None,
-    })
-}
-
 /// The most cost admitted in any half-open window `(t − W, t]` of `admitted` (sorted by
 /// time). Two pointers: O(n).
 pub fn max_in_window(admitted: &[Request], window: Nanos) -> u64 {
@@ -174,8 +129,10 @@ pub enum SearchError {
     TooLarge(u64),
 }
 
-/// Searches for `algorithm`'s worst case under `rule`.
+/// Searches for the worst case of the algorithm called `algorithm` in `registry` under
+/// `rule`, beside the bound the registry knows for it.
 pub fn search(
+    registry: &Registry,
     algorithm: &str,
     rule: Rule,
     options: SearchOptions,
@@ -184,11 +141,16 @@ pub fn search(
     if largest > MAX_SEARCHED_LIMIT {
         return Err(SearchError::TooLarge(largest));
     }
-    let a: BoxedAlgorithm = Registry::default().create(algorithm, rule)?;
-    Ok(search_with(&a, options))
+    let entry = registry.entry(algorithm)?;
+    let a: BoxedAlgorithm = entry.create(rule);
+    Ok(WorstCase {
+        analytic: entry.worst_case(&rule),
+        ..search_with(&a, options)
+    })
 }
 
-/// Searches for the worst case of any algorithm.
+/// Searches for the worst case of any algorithm (`analytic` is left `None`: only a
+/// registry entry knows a bound).
 pub fn search_with<A: Algorithm>(a: &A, options: SearchOptions) -> WorstCase {
     let rule = *a.rule();
     let w = rule.window().as_u64();
@@ -236,7 +198,7 @@ pub fn search_with<A: Algorithm>(a: &A, options: SearchOptions) -> WorstCase {
     let (found, stream) = best.unwrap_or_default();
     WorstCase {
         algorithm: a.name().to_string(),
-        analytic: analytic_bound(a.name(), &rule),
+        analytic: None,
         max_in_window: found,
         over_admission: found as f64 / rule.max_requests() as f64,
         stream,
