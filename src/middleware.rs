@@ -4,9 +4,9 @@
 //! unlimited. The endpoint map is immutable once built and replaced as a whole behind
 //! one pointer swap, so a request sees either the old rules or the new ones, never a mix.
 //!
-//! Hot reload from a TOML rules file ([`Middleware::reload_str`], [`Middleware::reload_file`],
-//! [`RulesError`]) needs the `toml-rules` feature; everything else here needs no
-//! optional dependency.
+//! Hot reload from a TOML rules file (`Middleware::reload_str`, `reload_file` and their
+//! `RulesError`) needs the `toml-rules` feature; nothing else here needs an optional
+//! dependency, and this module must not grow one outside that feature.
 
 use std::collections::HashMap;
 #[cfg(feature = "toml-rules")]
