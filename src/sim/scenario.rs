@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
+use super::trace::{TraceError, TraceReader};
 use crate::registry::{Registry, UnknownAlgorithm};
 use crate::rule::Rule;
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -64,6 +65,16 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
+
+impl From<TraceError> for ScenarioError {
+    fn from(e: TraceError) -> ScenarioError {
+        ScenarioError {
+            path: e.path,
+            position: e.position,
+            message: e.message,
+        }
+    }
+}
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -338,7 +349,7 @@ impl Scenario {
     pub fn validate(&self) -> Result<(), ScenarioError> {
         for spec in &self.traffic {
             if let TrafficKind::Trace { path } = &spec.kind {
-                let mut reader = super::traffic::TraceReader::open(path)?;
+                let mut reader = TraceReader::open(path)?;
                 while reader.next_row()?.is_some() {}
             }
         }
@@ -547,31 +558,6 @@ impl<const MAX: u64> Visitor<'_> for WholeVisitor<MAX> {
 impl<const MAX: u64> WholeVisitor<MAX> {
     fn expected(&self) -> String {
         format!("a whole number from 0 to {MAX}")
-    }
-}
-
-/// `text` as a whole number from 0 to `u64::MAX`, or why not, in the words the
-/// scenario file uses for whole numbers: for numbers outside TOML, such as a trace's
-/// cost or the CLI's `--limit` and `--burst`.
-///
-/// ```
-/// use ratesim::sim::parse_whole;
-/// assert_eq!(parse_whole("42"), Ok(42));
-/// assert!(parse_whole("18446744073709551616").unwrap_err().contains("too large"));
-/// assert!(parse_whole("-1").unwrap_err().contains("negative"));
-/// ```
-pub fn parse_whole(text: &str) -> Result<u64, String> {
-    let expected = format!("expected a whole number from 0 to {}", u64::MAX);
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    match text.parse::<u64>() {
-        Ok(n) => Ok(n),
-        Err(_) if digits(text.trim_start_matches('+')) => {
-            Err(format!("`{text}` is too large (at most {})", u64::MAX))
-        }
-        Err(_) if text.strip_prefix('-').is_some_and(digits) => {
-            Err(format!("`{text}` is negative; {expected}"))
-        }
-        Err(_) => Err(format!("`{text}` is not a whole number; {expected}")),
     }
 }
 

@@ -10,15 +10,13 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::fs::File;
-use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Zipf};
 
 use super::scenario::{KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind};
+use super::trace::TraceReader;
 use crate::time::Nanos;
 
 /// One request arriving: when, from which client (an interned key id), and its cost.
@@ -528,126 +526,10 @@ mod picker_tests {
     }
 }
 
-/// One row of a trace file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceRow {
-    /// When the request arrives.
-    pub time: Nanos,
-    /// Which client sent it.
-    pub key: String,
-    /// Its cost, if the row has a third column.
-    pub cost: Option<u64>,
-}
-
-/// Streams a `time_s,key[,cost]` CSV, checking each row; a header line starting with
-/// `time_s` is skipped. Times are exact decimal seconds.
-pub struct TraceReader {
-    path: PathBuf,
-    reader: csv::Reader<Box<dyn Read + Send>>,
-    record: csv::StringRecord,
-    last: Nanos,
-    first: bool,
-}
-
-impl TraceReader {
-    /// Opens the trace at `path`.
-    pub fn open(path: &Path) -> Result<TraceReader, ScenarioError> {
-        let file = File::open(path)
-            .map_err(|e| ScenarioError::file(path, None, format!("cannot open trace: {e}")))?;
-        Ok(TraceReader::from_reader(path, BufReader::new(file)))
-    }
-
-    /// Reads a trace from `reader` (e.g. bytes in memory); `path` names it in errors.
-    ///
-    /// ```
-    /// use std::path::Path;
-    /// use ratesim::{Nanos, sim::TraceReader};
-    /// let mut trace = TraceReader::from_reader(Path::new("t.csv"), &b"time_s,key\n0.5,alice\n"[..]);
-    /// assert_eq!(trace.next_row()?.map(|r| r.time), Some(Nanos::from_millis(500)));
-    /// assert_eq!(trace.next_row()?, None);
-    /// # Ok::<(), ratesim::sim::ScenarioError>(())
-    /// ```
-    pub fn from_reader(path: &Path, reader: impl Read + Send + 'static) -> TraceReader {
-        let reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .trim(csv::Trim::All)
-            .comment(Some(b'#'))
-            .from_reader(Box::new(reader) as Box<dyn Read + Send>);
-        TraceReader {
-            path: path.to_path_buf(),
-            reader,
-            record: csv::StringRecord::new(),
-            last: Nanos::ZERO,
-            first: true,
-        }
-    }
-
-    /// The next row, or `None` at the end of the file.
-    pub fn next_row(&mut self) -> Result<Option<TraceRow>, ScenarioError> {
-        loop {
-            let more = self.reader.read_record(&mut self.record).map_err(|e| {
-                let line = e.position().map(|p| p.line() as usize);
-                ScenarioError::file(&self.path, line, format!("unreadable row: {e}"))
-            })?;
-            if !more {
-                return Ok(None);
-            }
-            let line = self.record.position().map(|p| p.line() as usize);
-            let fail = |msg: String| ScenarioError::file(&self.path, line, msg);
-            let first = std::mem::replace(&mut self.first, false);
-            if first && self.record.get(0) == Some("time_s") {
-                continue;
-            }
-            if self.record.iter().all(str::is_empty) {
-                continue; // a blank line
-            }
-            if !(2..=3).contains(&self.record.len()) {
-                let n = self.record.len();
-                let fields = if n == 1 { "field" } else { "fields" };
-                return Err(fail(format!(
-                    "expected `time_s,key[,cost]`, found {n} {fields}"
-                )));
-            }
-            let time_text = &self.record[0];
-            let time = Nanos::parse_decimal_secs(time_text).map_err(|e| {
-                use crate::time::ParseTimeError as E;
-                // Decimal seconds only: the duration hints ("10s") do not apply here.
-                let seconds = "expected decimal seconds like 1.5 (no unit)";
-                fail(match e {
-                    E::Invalid(t) | E::UnknownUnit(t) => {
-                        format!("bad time_s: `{t}` is not a number; {seconds}")
-                    }
-                    E::Empty => format!("bad time_s: empty; {seconds}"),
-                    other => format!("bad time_s: {other}"),
-                })
-            })?;
-            if time < self.last {
-                return Err(fail(format!(
-                    "time_s {time_text} is earlier than the previous row's {}; \
-                     expected rows sorted by time",
-                    self.last.to_decimal_secs()
-                )));
-            }
-            let key = self.record[1].to_string();
-            if key.is_empty() {
-                return Err(fail("expected a key in the second field".to_string()));
-            }
-            let cost = match self.record.get(2) {
-                None | Some("") => None,
-                Some(text) => Some(
-                    super::scenario::parse_whole(text)
-                        .map_err(|e| fail(format!("bad cost: {e}")))?,
-                ),
-            };
-            self.last = time;
-            return Ok(Some(TraceRow { time, key, cost }));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn scenario(traffic: &str) -> Scenario {
