@@ -15,7 +15,9 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Zipf};
 
-use super::scenario::{KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind};
+use super::scenario::{
+    KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind, burst_period,
+};
 use super::trace::TraceReader;
 use crate::time::Nanos;
 
@@ -105,7 +107,7 @@ impl ArrivalStream {
                     spread,
                     period,
                 } => {
-                    let period = period.unwrap_or(scenario.rule.window()).as_u64();
+                    let period = burst_period(*period, &scenario.rule).as_u64();
                     // Boundaries are absolute multiples of the period (the windows'
                     // edges): the first is the one whose half-burst starts at or after
                     // the source's `start`.
