@@ -7,7 +7,7 @@
 //! float), so `window = 0.1` is exactly 100,000,000 ns.
 //!
 //! The steps live apart: [`raw`] is the schema as written (serde structs that keep
-//! positions), [`build`] and [`sources`] validate it and fill in defaults, [`burst`]
+//! positions), [`build`] validates it and fill in defaults, [`burst`]
 //! decides a boundary burst's period, [`error`] is the error and its positions. This
 //! file holds the validated types and what can be asked of a scenario once built.
 
@@ -15,7 +15,6 @@ mod build;
 mod burst;
 mod error;
 mod raw;
-mod sources;
 
 use std::path::{Path, PathBuf};
 

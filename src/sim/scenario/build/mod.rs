@@ -3,8 +3,10 @@
 //!
 //! Each check reports the first problem at the position of the value to change. The
 //! scenario-wide parts (name, duration, limits, algorithms, client) are here; the
-//! `[[traffic]]` sources are built in [`super::sources`]. Nothing here reads a file or
+//! `[[traffic]]` sources are built in [`sources`]. Nothing here reads a file or
 //! generates traffic.
+
+mod sources;
 
 use std::ops::Range;
 use std::path::Path;
@@ -30,12 +32,12 @@ pub(super) fn build(
 pub(super) struct Builder<'a> {
     text: &'a str,
     /// The scenario file: named in errors, and the folder trace paths resolve against.
-    pub(super) origin: &'a Path,
+    origin: &'a Path,
 }
 
 impl Builder<'_> {
     /// An error at `span` of the scenario's text.
-    pub(super) fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
+    fn err(&self, span: Range<usize>, message: impl Into<String>) -> ScenarioError {
         ScenarioError::at(self.origin, self.text, Some(span), message.into())
     }
 

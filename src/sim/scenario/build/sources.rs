@@ -1,21 +1,21 @@
 //! Building `[[traffic]]` sources: which fields each kind takes, one helper per kind,
 //! then the clients, cost and active span every kind shares.
 //!
-//! Like [`super::build`], this validates and fills in defaults, reporting the first
+//! Like the rest of [`super`], this validates and fills in defaults, reporting the first
 //! problem at the field to change; it generates no arrival and opens no trace file.
 
 use std::path::Path;
 
 use toml::Spanned;
 
-use super::build::Builder;
-use super::burst::{
+use super::Builder;
+use crate::rule::Rule;
+use crate::sim::scenario::burst::{
     BURST_RULE, burst_fits, burst_period, least_burst_period, most_burst_spread,
     window_too_short_for_bursts,
 };
-use super::raw::{Dur, RawTraffic};
-use super::{KeySpec, Popularity, Rate, ScenarioError, TrafficKind, TrafficSpec};
-use crate::rule::Rule;
+use crate::sim::scenario::raw::{Dur, RawTraffic};
+use crate::sim::scenario::{KeySpec, Popularity, Rate, ScenarioError, TrafficKind, TrafficSpec};
 use crate::time::Nanos;
 
 /// Each kind's own fields, as `(kind, accepted, required)`, in the order the
