@@ -34,18 +34,45 @@
 //! assert!(limiter.try_acquire("user_1").allowed);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! ## Cargo features
+//!
+//! The library proper — [`algorithm`], [`rule`], [`time`], [`limiter`], [`composite`],
+//! [`registry`] and [`middleware`] with its HTTP headers — needs only `hashbrown`,
+//! `foldhash`, `quanta` and `thiserror`. Everything heavier is behind a feature:
+//!
+//! - **`cli`** (default): the `ratesim` binary and the simulator — the `sim`, `report`,
+//!   `bundled` and `demo` modules, with clap, plotters and an embedded font,
+//!   comfy-table, indicatif, csv, serde_json, rand, anyhow and ctrlc. Enables
+//!   `toml-rules`.
+//! - **`toml-rules`**: hot reload of [`Middleware`] rules from TOML
+//!   (`Middleware::reload_str`, `Middleware::reload_file`, `RulesError`), with serde
+//!   and toml.
+//!
+//! A service that only wants the limiter depends on
+//! `ratesim = { version = "0.1", default-features = false }`, adding
+//! `features = ["toml-rules"]` for hot reload.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod algorithm;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod bundled;
 pub mod composite;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod demo;
 pub mod limiter;
 pub mod middleware;
 pub mod registry;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod report;
 pub mod rule;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod sim;
 mod sync;
 pub mod time;
@@ -56,7 +83,9 @@ pub use algorithm::{
 };
 pub use composite::{Composite, CompositeDecision, EmptyComposite};
 pub use limiter::{InsufficientCapacity, RateLimiter};
-pub use middleware::{EndpointRule, HttpDecision, Middleware, RulesError};
+#[cfg(feature = "toml-rules")]
+pub use middleware::RulesError;
+pub use middleware::{EndpointRule, HttpDecision, Middleware};
 pub use registry::{Builtin, Registry, UnknownAlgorithm};
 pub use rule::{Decision, Rule, RuleError, UNLIMITED};
 pub use time::{Clock, FakeClock, MonotonicClock, Nanos, ParseTimeError};

@@ -3,18 +3,26 @@
 //! The key of a request is `"{endpoint}:{client_id}"`; an endpoint with no rule is
 //! unlimited. The endpoint map is immutable once built and replaced as a whole behind
 //! one pointer swap, so a request sees either the old rules or the new ones, never a mix.
+//!
+//! Hot reload from a TOML rules file (`Middleware::reload_str`, `reload_file` and their
+//! `RulesError`) needs the `toml-rules` feature; nothing else here needs an optional
+//! dependency, and this module must not grow one outside that feature.
 
 use std::collections::HashMap;
+#[cfg(feature = "toml-rules")]
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
+#[cfg(feature = "toml-rules")]
 use serde::Deserialize;
 
 use crate::algorithm::BoxedAlgorithm;
 use crate::limiter::RateLimiter;
 use crate::registry::{Registry, UnknownAlgorithm};
 use crate::rule::{Decision, Rule, UNLIMITED};
-use crate::time::{Clock, MonotonicClock, Nanos};
+#[cfg(feature = "toml-rules")]
+use crate::time::Nanos;
+use crate::time::{Clock, MonotonicClock};
 
 /// One endpoint's limit: a rule and the name of the algorithm that enforces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +51,8 @@ impl HttpDecision {
 }
 
 /// Why a rules file could not be loaded. The running rules stay as they were.
+#[cfg(feature = "toml-rules")]
+#[cfg_attr(docsrs, doc(cfg(feature = "toml-rules")))]
 #[derive(Debug, thiserror::Error)]
 pub enum RulesError {
     /// The file could not be read.
@@ -74,6 +84,7 @@ pub enum RulesError {
 }
 
 /// The rules file: a list of `[[endpoint]]` tables.
+#[cfg(feature = "toml-rules")]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RulesFile {
@@ -81,6 +92,7 @@ struct RulesFile {
     endpoint: Vec<EndpointSpec>,
 }
 
+#[cfg(feature = "toml-rules")]
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EndpointSpec {
@@ -91,6 +103,7 @@ struct EndpointSpec {
     burst: Option<u64>,
 }
 
+#[cfg(feature = "toml-rules")]
 impl EndpointSpec {
     fn into_rule(self) -> Result<(String, EndpointRule), String> {
         let window = Nanos::parse_duration(&self.window)
@@ -218,6 +231,8 @@ impl<C: Clock + Clone> Middleware<C> {
     }
 
     /// Replaces every rule with those in a TOML file (see [`Middleware::reload_str`]).
+    #[cfg(feature = "toml-rules")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "toml-rules")))]
     pub fn reload_file(&self, path: &Path) -> Result<(), RulesError> {
         let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read {
             path: path.display().to_string(),
@@ -243,6 +258,8 @@ impl<C: Clock + Clone> Middleware<C> {
     /// assert_eq!(mw.rule("/login").unwrap().rule.max_requests(), 3);
     /// # Ok::<(), ratesim::middleware::RulesError>(())
     /// ```
+    #[cfg(feature = "toml-rules")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "toml-rules")))]
     pub fn reload_str(&self, text: &str, origin: &str) -> Result<(), RulesError> {
         let parse_error = |message: String| RulesError::Parse {
             origin: origin.to_string(),

@@ -460,6 +460,7 @@ fn the_middleware_returns_ietf_ratelimit_headers_and_retry_after_on_denial() {
     assert!(free.decision.allowed && free.headers.is_empty());
 }
 
+#[cfg(feature = "toml-rules")]
 const RULES_V1: &str = r#"
 [[endpoint]]
 path = "/a"
@@ -475,6 +476,7 @@ window = "60s"
 "#;
 
 #[test]
+#[cfg(feature = "toml-rules")]
 fn rules_reload_from_toml_and_bad_files_change_nothing() {
     let mw = Middleware::with_clock(FakeClock::default());
     mw.reload_str(RULES_V1, "v1.toml").unwrap();
@@ -523,6 +525,7 @@ fn rules_reload_from_toml_and_bad_files_change_nothing() {
 }
 
 #[test]
+#[cfg(feature = "toml-rules")]
 fn hot_reloads_while_threads_check_never_show_a_torn_rule_set() {
     // Version 1 limits /a and /b to 10; version 2 limits /a and /b to 20 and adds /c.
     // Every snapshot a reader takes must be wholly one version.

@@ -278,6 +278,19 @@ pub fn write_csv_rows_to<W: Write, T: Serialize>(inner: W, rows: &[T]) -> Result
         .map_err(|e| csv::Error::from(e.into_error()))
 }
 
+/// `rows` as CSV text (header from the field names), e.g. for `--format csv` on
+/// stdout. See [`write_csv_rows_to`].
+pub fn csv_string<T: Serialize>(rows: &[T]) -> Result<String, csv::Error> {
+    let bytes = write_csv_rows_to(Vec::new(), rows)?;
+    String::from_utf8(bytes).map_err(|e| csv::Error::from(std::io::Error::other(e)))
+}
+
+/// Any value as pretty JSON text with a final newline, the same text [`write_json`]
+/// writes to a file.
+pub fn json_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
+}
+
 /// Writes `rows` as a CSV file atomically. See [`write_csv_rows_to`].
 pub fn write_csv_rows<T: Serialize>(path: &Path, rows: &[T]) -> Result<PathBuf, OutputError> {
     let file = AtomicFile::create(path)?;

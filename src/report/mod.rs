@@ -40,11 +40,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod analysis;
 pub mod charts;
 pub mod csvout;
+pub mod listing;
 pub mod output;
+pub mod preflight;
 pub mod progress;
 pub mod run;
+pub mod runs;
 pub mod summary;
 pub mod table;
 
@@ -73,18 +77,24 @@ pub const OUTPUT_FILES: [&str; 7] = [
     OVER_ADMISSION_PNG,
 ];
 
+pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
 pub use charts::{
     ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
     TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, register_fonts,
     render_over_admission, render_timeline, render_window_counts,
 };
 pub use csvout::{
-    DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, write_csv_rows,
-    write_csv_rows_to, write_json, write_summary,
+    DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, csv_string,
+    json_string, write_csv_rows, write_csv_rows_to, write_json, write_summary,
 };
-pub use output::{AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files};
+pub use listing::render_listing;
+pub use output::{
+    AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files, write_text,
+};
+pub use preflight::{short_run_warning, size_warning, validation_summary};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
+pub use runs::{render_comparison, render_runs, summary_csv, summary_json};
 pub use summary::{RetryOutcome, SummaryRow, format_ratio};
 pub use table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_rows, render_summary_table,

@@ -269,6 +269,17 @@ impl AtomicFile {
     }
 }
 
+/// Writes `text` to `path` atomically (see [`AtomicFile`]); returns the final path.
+pub fn write_text(path: &Path, text: &str) -> Result<PathBuf, OutputError> {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(text.as_bytes())
+        .map_err(|source| OutputError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    file.finish()
+}
+
 impl TempPath {
     /// A placeholder that owns nothing (used when moving out of an `AtomicFile`).
     fn inert() -> TempPath {

@@ -31,6 +31,7 @@
 mod engine;
 mod metrics;
 mod scenario;
+mod trace;
 mod traffic;
 
 pub use engine::{PROGRESS_STEPS, RunOptions, run};
@@ -39,12 +40,12 @@ pub use metrics::{
 };
 pub use scenario::{
     ClientModel, KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec,
-    parse_whole,
 };
 pub mod calibrate;
 pub mod worst_case;
 
-pub use traffic::{Arrival, ArrivalStream, KeyTable, TraceReader, TraceRow};
+pub use trace::{TraceError, TraceReader, TraceRow, parse_whole};
+pub use traffic::{Arrival, ArrivalStream, KeyTable};
 
 use serde::Serialize;
 

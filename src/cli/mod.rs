@@ -1,0 +1,214 @@
+//! The clap front end: parse arguments, call `sim` and `report`, print, and map errors
+//! to exit codes (0 ok, 1 failure, 2 bad input). No rate-limiting or reporting logic.
+//!
+//! This file holds the top-level parser, the `--format` choice, the error → exit-code
+//! mapping and stdout. Each command's flags and its dispatch live in their own file
+//! (`run` also serves `compare`; `analysis` serves `worst-case` and `calibrate`); every
+//! table, message text and file writer they use comes from `ratesim::report`, and
+//! every default from the settings type that owns it (`RunOptions`, `SearchOptions`).
+
+mod analysis;
+mod compare;
+mod run;
+mod validate;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use ratesim::{Nanos, Registry, Rule, bundled, report, sim};
+
+/// Exact rate-limiter algorithms, simulated side by side on identical traffic.
+///
+/// ratesim drives token bucket, leaky bucket, fixed window, sliding window log, sliding
+/// window counter and GCRA with the same fake-clock arrival stream and measures, exactly,
+/// how far each strays from the limit: the most requests admitted in any window, false
+/// allows and denies against the exact sliding log, and whether `retry_after` is honest.
+#[derive(Debug, Parser)]
+#[command(name = "ratesim", version, propagate_version = true)]
+#[command(
+    after_help = "Start with `ratesim run scenarios/burst.toml`, then look at output/burst/."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Simulate one scenario file and write tables, CSVs and charts.
+    ///
+    /// Writes decisions.csv, window_counts.csv, summary.csv, summary.json and three PNG
+    /// charts to output/<scenario>/ (or --out), and prints the summary on stdout.
+    #[command(after_help = run::EXAMPLES)]
+    Run(run::RunArgs),
+    /// Run several scenarios and compare the algorithms' over-admission side by side.
+    ///
+    /// Without --scenario, runs the built-in suite: uniform, Poisson and boundary-burst
+    /// traffic. Each scenario's files go to <out>/<scenario>/ (default output/).
+    #[command(after_help = compare::EXAMPLES)]
+    Compare(compare::CompareArgs),
+    /// Search for the most each algorithm can be made to admit in one window.
+    ///
+    /// Adversarial streams (a burst just before a boundary, then a request the moment
+    /// retry_after allows) plus a randomised search over burst phase, size and cost.
+    /// Prints the count found beside the analytic bound, and writes each winning stream
+    /// as a replayable trace CSV plus a scenario file under --out.
+    #[command(after_help = analysis::EXAMPLES_WORST_CASE)]
+    WorstCase(analysis::WorstCaseArgs),
+    /// What "N per W" really admits with each algorithm, and a strict setting that never
+    /// exceeds N in any window (verified by the worst-case search).
+    #[command(after_help = analysis::EXAMPLES_CALIBRATE)]
+    Calibrate(analysis::CalibrateArgs),
+    /// Check scenario files without running them (also reads any trace through).
+    ///
+    /// Prints one `ok:` line per good file on stdout and each bad file's error on
+    /// stderr; exits 2 if any file is bad.
+    #[command(after_help = validate::EXAMPLES)]
+    Validate(validate::ValidateArgs),
+    /// List the algorithms (with their worst case in any window) and bundled scenarios.
+    List,
+    /// Print the seed's deterministic demo: 5 requests / 10 s on every algorithm.
+    Demo,
+}
+
+/// How a command prints its results on stdout (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// A table for people.
+    Table,
+    /// One CSV row per algorithm.
+    Csv,
+    /// A JSON array, one object per algorithm.
+    Json,
+}
+
+/// A failure, classified for the exit code.
+enum Failure {
+    /// Bad input: usage, a scenario or trace, an unknown algorithm, an unusable --out.
+    Input(anyhow::Error),
+    /// Anything else (an I/O error while writing results, ...).
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Failure {
+        Failure::Other(e)
+    }
+}
+
+fn input(e: impl Into<anyhow::Error>) -> Failure {
+    Failure::Input(e.into())
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // --help and --version are not errors.
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    match dispatch(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(e)) => report_error(&e, 2),
+        Err(Failure::Other(e)) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS; // `ratesim ... | head`: the reader left
+            }
+            report_error(&e, 1)
+        }
+    }
+}
+
+fn report_error(e: &anyhow::Error, code: u8) -> ExitCode {
+    eprintln!("ratesim: error: {}", one_line(e));
+    ExitCode::from(code)
+}
+
+/// The error and its causes as one `: `-separated line, skipping a cause whose text
+/// the message already carries (many errors print their source themselves).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn dispatch(command: Command) -> Result<(), Failure> {
+    // The one registry of algorithm names every command resolves against.
+    let registry = Registry::default();
+    match command {
+        Command::Run(args) => run::run(&args),
+        Command::Compare(args) => compare::compare(&args),
+        Command::WorstCase(args) => analysis::worst_case(&args, &registry),
+        Command::Calibrate(args) => analysis::calibrate(&args, &registry),
+        Command::Validate(args) => validate::validate(&args.scenarios),
+        Command::List => print(&report::render_listing(&registry, bundled::SCENARIOS)),
+        Command::Demo => print(&ratesim::demo::demo_text()),
+    }
+}
+
+/// The names given to `--algos`, refusing an empty one: `--algos gcra,` splits into
+/// `gcra` and an empty name, most likely a stray comma.
+fn algos_flag(names: &[String]) -> Result<&[String], Failure> {
+    if names.iter().any(|n| n.trim().is_empty()) {
+        return Err(input(anyhow::anyhow!(
+            "--algos: empty algorithm name (a trailing comma?)"
+        )));
+    }
+    Ok(names)
+}
+
+/// Parses `--limit MAX/WINDOW`, e.g. `100/60s`.
+fn parse_limit(text: &str) -> Result<Rule, String> {
+    let (max, window) = text
+        .split_once('/')
+        .ok_or_else(|| format!("expected MAX/WINDOW like 100/60s, found `{text}`"))?;
+    let max = sim::parse_whole(max.trim())?;
+    let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
+    Rule::new(max, window).map_err(|e| e.to_string())
+}
+
+/// Parses `--burst B`: a whole number of at least 1.
+fn parse_burst(text: &str) -> Result<u64, String> {
+    match sim::parse_whole(text)? {
+        0 => Err("the burst must be at least 1".to_string()),
+        burst => Ok(burst),
+    }
+}
+
+/// `rows` as CSV or pretty JSON, for `--format csv|json`.
+fn machine_readable<T: serde::Serialize>(format: Format, rows: &[T]) -> Result<String, Failure> {
+    Ok(match format {
+        Format::Json => report::json_string(rows).context("cannot format JSON")?,
+        _ => report::csv_string(rows).context("cannot format CSV")?,
+    })
+}
+
+/// Writes to stdout; a closed pipe (`ratesim demo | head`) ends quietly.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("cannot write to stdout")?;
+    Ok(())
+}

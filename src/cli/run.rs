@@ -1,0 +1,171 @@
+//! `ratesim run`: its flags (and the ones `compare` shares), and running one validated
+//! scenario into its output directory, which `compare` does once per scenario.
+//!
+//! Dispatch only: the simulation is `sim::run`, every file and table `report`'s.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
+use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
+
+use super::{Failure, Format, algos_flag, input, print};
+
+pub(super) const EXAMPLES: &str = "Examples:
+  ratesim run scenarios/burst.toml
+  ratesim run scenarios/poisson.toml --algos fixed_window,sliding_window_log --seed 3
+  ratesim run scenarios/zipf_keys.toml --no-decisions --format json > summary.json";
+
+// The flags of `run` (its about text is on `Command::Run`).
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    /// The scenario file (TOML; see docs/scenarios.md).
+    scenario: PathBuf,
+    /// Output directory [default: output/<scenario>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Flags shared by `run` and `compare`.
+#[derive(Debug, Args)]
+pub(super) struct Common {
+    /// Algorithms to run, comma-separated, or `all` [default: the scenario's list].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    algos: Option<Vec<String>>,
+    /// Override the scenario's random seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How to print the summary on stdout (csv and json: the rows of summary.csv and
+    /// summary.json).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub(super) format: Format,
+    /// Skip the PNG charts.
+    #[arg(long)]
+    no_charts: bool,
+    /// Skip decisions.csv (one row per decision: large for long runs).
+    #[arg(long)]
+    pub(super) no_decisions: bool,
+    /// No progress bar and no list of written files (the summary still prints).
+    #[arg(long, short)]
+    quiet: bool,
+    /// Worker threads (algorithms run in parallel) [default: all cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+}
+
+impl Common {
+    /// How to run: `RunOptions`' defaults, with `--threads` if given.
+    fn run_options<'a>(&self, progress: &'a (dyn Fn(u64, u64) + Sync)) -> RunOptions<'a> {
+        let defaults = RunOptions::default();
+        RunOptions {
+            threads: self.threads.map_or(defaults.threads, usize::from),
+            progress: Some(progress),
+        }
+    }
+}
+
+pub(super) fn run(args: &RunArgs) -> Result<(), Failure> {
+    let mut scenario = Scenario::load(&args.scenario).map_err(input)?;
+    apply_overrides(&mut scenario, &args.common)?;
+    scenario.validate().map_err(input)?;
+    if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
+        eprintln!("ratesim: warning: {warning}");
+    }
+    let out = match &args.out {
+        Some(out) => out.clone(),
+        None => Path::new("output").join(&scenario.name),
+    };
+    let report = simulate(&scenario, &out, &args.common)?;
+    print_summary(&[report], args.common.format)
+}
+
+/// Applies `--seed` and `--algos` to a loaded scenario.
+pub(super) fn apply_overrides(scenario: &mut Scenario, common: &Common) -> Result<(), Failure> {
+    if let Some(seed) = common.seed {
+        scenario.seed = seed;
+    }
+    if let Some(algos) = &common.algos {
+        scenario
+            .set_algorithms(algos_flag(algos)?)
+            .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
+    }
+    Ok(())
+}
+
+/// Runs one scenario, already validated (its traces read through), and writes every
+/// output file into `out`. The output directory is the last input checked before
+/// anything is written.
+pub(super) fn simulate(
+    scenario: &Scenario,
+    out: &Path,
+    common: &Common,
+) -> Result<RunReport, Failure> {
+    let out = report::prepare_output_dir(out)
+        .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
+    let progress = Progress::new(
+        sim::PROGRESS_STEPS * scenario.algorithms.len() as u64,
+        common.quiet,
+    );
+    progress.set_message(scenario.name.clone());
+    let on_progress = |done: u64, _total: u64| progress.set_position(done);
+    let options = common.run_options(&on_progress);
+    let mut parts = (!common.no_decisions).then(|| DecisionParts::new(&out));
+    let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> {
+        match parts.as_mut() {
+            Some(parts) => parts.sink(),
+            None => Ok(Box::new(NoopSink)),
+        }
+    };
+    let result = sim::run(scenario, &options, &mut sinks);
+    progress.finish();
+    let report = result.map_err(|e| match e {
+        SimError::Sink { .. } => Failure::Other(e.into()),
+        _ => input(e),
+    })?;
+    let mut written = Vec::new();
+    if let Some(parts) = parts {
+        written.push(parts.finish().context("cannot write decisions.csv")?);
+    }
+    let charts = !common.no_charts;
+    written.extend(
+        report::write_run(&report, &out, WriteOptions { charts })
+            .context("cannot write the results")?,
+    );
+    list_written(&out, &written, common.quiet);
+    Ok(report)
+}
+
+/// Lists the files written on stderr (unless `quiet`), then notes any output file in
+/// `out` this run did not write.
+fn list_written(out: &Path, written: &[PathBuf], quiet: bool) {
+    let mut err = std::io::stderr().lock();
+    if !quiet {
+        for path in written {
+            let _ = writeln!(err, "wrote {}", path.display());
+        }
+    }
+    // Files an earlier run left here (say, charts before this --no-charts run) would
+    // otherwise pass for this run's results.
+    for path in report::stale_outputs(out, written) {
+        let _ = writeln!(
+            err,
+            "note: {} is from an earlier run (this run did not write it)",
+            path.display()
+        );
+    }
+}
+
+/// Prints the runs' summaries in the chosen format: one table per run (and a
+/// comparison matrix when there are several), or the summary rows as CSV/JSON.
+pub(super) fn print_summary(reports: &[RunReport], format: Format) -> Result<(), Failure> {
+    let text = match format {
+        Format::Table => report::render_runs(reports, TableOptions::for_stdout()),
+        Format::Csv => report::summary_csv(reports).context("cannot format CSV")?,
+        Format::Json => report::summary_json(reports).context("cannot format JSON")?,
+    };
+    print(&text)
+}

@@ -1,0 +1,144 @@
+//! The summaries of one or more finished runs, as printed on stdout by `run` and
+//! `compare`: one table per run plus the over-admission matrix across runs, or the
+//! rows of `summary.csv` / `summary.json` for all runs at once.
+//!
+//! Glue like [`run`](super::run): it reads finished [`RunReport`]s and returns text.
+//! It must not drive the engine, write files or print.
+
+use serde::Serialize;
+
+use super::csvout::json_string;
+use super::run::summary_rows;
+use super::table::{
+    TableOptions, render_ratio_matrix, render_retry_outcomes, render_summary_table,
+};
+use crate::sim::{Metrics, RunReport};
+
+/// One table per run, each under a heading naming the scenario and its limits, and
+/// after them, when there are several runs, the over-admission matrix.
+pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
+    let mut text = String::new();
+    for r in reports {
+        text.push_str(&run_heading(r));
+        let rows = summary_rows(r);
+        text.push_str(&render_summary_table(&rows, options));
+        if let Some(retry) = render_retry_outcomes(&rows, options) {
+            text.push_str("\n\n");
+            text.push_str(&retry);
+        }
+        text.push_str("\n\n");
+    }
+    if reports.len() > 1 {
+        text.push_str(
+            "Over-admission (most admitted in any window ÷ limit; the sliding log is exact):\n",
+        );
+        text.push_str(&render_comparison(reports, options));
+        text.push('\n');
+    }
+    text
+}
+
+/// `burst — limit 5 per 10s`, plus any further limits, and a newline.
+fn run_heading(r: &RunReport) -> String {
+    let also: String = r
+        .extra_limits
+        .iter()
+        .map(|l| format!(" and {} per {}", l.max_requests, l.window))
+        .collect();
+    let measured = if also.is_empty() {
+        ""
+    } else {
+        " (metrics against the first)"
+    };
+    format!(
+        "{} — limit {} per {}{also}{measured}\n",
+        r.scenario, r.rule.max_requests, r.rule.window
+    )
+}
+
+/// The over-admission matrix: one row per algorithm (in order of first appearance),
+/// one column per run; `n/a` where an algorithm did not run.
+pub fn render_comparison(reports: &[RunReport], options: TableOptions) -> String {
+    let columns: Vec<String> = reports.iter().map(|r| r.scenario.clone()).collect();
+    let mut algorithms: Vec<&str> = Vec::new();
+    for r in reports {
+        for a in &r.algorithms {
+            if !algorithms.contains(&a.name.as_str()) {
+                algorithms.push(&a.name);
+            }
+        }
+    }
+    let rows: Vec<(String, Vec<f64>)> = algorithms
+        .iter()
+        .map(|&name| {
+            let ratios = reports
+                .iter()
+                .map(|r| {
+                    r.algorithms
+                        .iter()
+                        .find(|a| a.name == name)
+                        .map_or(f64::NAN, |a| a.metrics.over_admission)
+                })
+                .collect();
+            (name.to_string(), ratios)
+        })
+        .collect();
+    render_ratio_matrix("algorithm", &columns, &rows, options)
+}
+
+/// The first column of a row when several runs share one table.
+#[derive(Serialize)]
+struct ScenarioLabel<'a> {
+    scenario: &'a str,
+}
+
+/// A `summary.json` row that also names its run's scenario (first field).
+#[derive(Serialize)]
+struct LabelledMetrics<'a> {
+    scenario: &'a str,
+    #[serde(flatten)]
+    metrics: &'a Metrics,
+}
+
+/// `summary.csv`'s rows for every run, under one header; with several runs a first
+/// `scenario` column says which run each row belongs to, so the output stays one tidy
+/// table. With one run it is exactly that run's `summary.csv`.
+pub fn summary_csv(reports: &[RunReport]) -> Result<String, csv::Error> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    for r in reports {
+        for a in &r.algorithms {
+            if reports.len() > 1 {
+                let label = ScenarioLabel {
+                    scenario: &r.scenario,
+                };
+                out.serialize((label, &a.metrics))?;
+            } else {
+                out.serialize(&a.metrics)?;
+            }
+        }
+    }
+    let bytes = out
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
+    String::from_utf8(bytes).map_err(|e| csv::Error::from(std::io::Error::other(e)))
+}
+
+/// `summary.json`'s rows for every run, as one pretty JSON array (with a final
+/// newline); with several runs each row also names its scenario (first field). With
+/// one run it is exactly that run's `summary.json`.
+pub fn summary_json(reports: &[RunReport]) -> Result<String, serde_json::Error> {
+    if let [one] = reports {
+        let metrics: Vec<&Metrics> = one.algorithms.iter().map(|a| &a.metrics).collect();
+        return json_string(&metrics);
+    }
+    let rows: Vec<LabelledMetrics<'_>> = reports
+        .iter()
+        .flat_map(|r| {
+            r.algorithms.iter().map(|a| LabelledMetrics {
+                scenario: &r.scenario,
+                metrics: &a.metrics,
+            })
+        })
+        .collect();
+    json_string(&rows)
+}

@@ -1,0 +1,395 @@
+//! Arrival processes and their lazy, time-ordered merge.
+//!
+//! Each `[[traffic]]` source yields `(time, key, cost)` arrivals in its own time order,
+//! seeded from the scenario seed and its position, so a stream is reproducible. The
+//! merge holds one pending arrival per source (never the whole stream). This module
+//! knows nothing of algorithms or decisions. It reads a built [`Scenario`] and replays
+//! trace files through [`TraceReader`]; neither of those knows this module exists.
+//! Which client sends each generated request is decided in [`keys`].
+//!
+//! Floats appear in exactly two places: Poisson gaps (an exponential sample in seconds,
+//! rounded to the nearest nanosecond) and Zipf key picks. Everything else is integer.
+
+mod keys;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp};
+
+use super::scenario::{Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec, burst_period};
+use super::trace::TraceReader;
+use crate::rule::Rule;
+use crate::time::Nanos;
+use keys::KeyPicker;
+
+/// One request arriving: when, from which client (an interned key id), and its cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// The instant it arrives.
+    pub time: Nanos,
+    /// The client, as an id into the stream's [`KeyTable`].
+    pub key: u32,
+    /// Permits it takes.
+    pub cost: u64,
+}
+
+/// Key names ↔ dense `u32` ids, so the engine's maps hash small integers.
+#[derive(Debug, Default)]
+pub struct KeyTable {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl KeyTable {
+    /// The id of `name`, assigning the next one on first sight.
+    pub fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        // Validation caps every source below u32::MAX keys, but traces could add
+        // more; saturate rather than wrap (ids are only labels).
+        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+
+    /// The name of key `id` (empty for an unknown id).
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// How many keys have been seen.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True before the first key.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// The merged arrivals of every source, in time order; ties keep declaration order,
+/// then each source's own order.
+pub struct ArrivalStream {
+    sources: Vec<Source>,
+    /// `(time, source index)` of each source's pending arrival.
+    heap: BinaryHeap<Reverse<(Nanos, usize)>>,
+    pending: Vec<Option<Arrival>>,
+    next_seq: u64,
+    keys: KeyTable,
+}
+
+impl ArrivalStream {
+    /// Opens every source of `scenario` (trace files are opened here).
+    pub fn new(scenario: &Scenario) -> Result<ArrivalStream, ScenarioError> {
+        let mut stream = ArrivalStream {
+            sources: Vec::new(),
+            heap: BinaryHeap::new(),
+            pending: Vec::new(),
+            next_seq: 0,
+            keys: KeyTable::default(),
+        };
+        for (index, spec) in scenario.traffic.iter().enumerate() {
+            // One independent ChaCha stream per source: adding a source never changes
+            // the arrivals of the others.
+            let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
+            rng.set_stream(index as u64 + 1);
+            let picker = KeyPicker::new(&spec.keys);
+            let pattern = Pattern::new(spec, &scenario.rule)?;
+            stream.sources.push(Source {
+                pattern,
+                picker,
+                rng,
+                cost: spec.cost,
+                start: spec.start,
+                end: spec.end,
+                done: false,
+            });
+        }
+        for index in 0..stream.sources.len() {
+            stream.pending.push(None);
+            stream.refill(index)?;
+        }
+        Ok(stream)
+    }
+
+    /// The next arrival and its 0-based sequence number, or `None` at the end.
+    pub fn next_arrival(&mut self) -> Result<Option<(u64, Arrival)>, ScenarioError> {
+        let Some(Reverse((_, index))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let Some(arrival) = self.pending[index].take() else {
+            return Ok(None); // not reached: the heap and `pending` move together
+        };
+        self.refill(index)?;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        Ok(Some((seq, arrival)))
+    }
+
+    /// The key names seen so far.
+    pub fn keys(&self) -> &KeyTable {
+        &self.keys
+    }
+
+    fn refill(&mut self, index: usize) -> Result<(), ScenarioError> {
+        if let Some(arrival) = self.sources[index].next(&mut self.keys)? {
+            self.heap.push(Reverse((arrival.time, index)));
+            self.pending[index] = Some(arrival);
+        }
+        Ok(())
+    }
+}
+
+/// An exponential gap sampler in seconds for `rate` per second.
+fn exp_ns(rate: Rate) -> Exp<f64> {
+    // The rate is validated > 0 and finite, which is all `Exp::new` requires; the
+    // fallback (one arrival a second) is unreachable.
+    Exp::new(rate.as_f64()).unwrap_or_else(|_| Exp::new(1.0).expect("1.0 is a valid rate"))
+}
+
+/// A gap sampled in seconds, rounded to the nearest nanosecond (`as` saturates).
+fn sample_gap(gap: &Exp<f64>, rng: &mut ChaCha8Rng) -> u64 {
+    (gap.sample(rng) * 1e9).round() as u64
+}
+
+struct Source {
+    pattern: Pattern,
+    picker: KeyPicker,
+    rng: ChaCha8Rng,
+    cost: u64,
+    start: Nanos,
+    end: Nanos,
+    done: bool,
+}
+
+/// Where each kind of source is in its sequence. Offsets are relative to `start`.
+enum Pattern {
+    Uniform {
+        rate: Rate,
+        /// The next arrival's index; arrival 0 is at `start` itself, so a source
+        /// running for `d` seconds at `r` per second sends exactly `ceil(d·r)`.
+        i: u64,
+    },
+    Poisson {
+        gap: Exp<f64>,
+        at: u64,
+    },
+    Burst {
+        size: u64,
+        spread: u64,
+        period: u64,
+        /// The boundary index k ≥ 1: the boundary is at k·period.
+        boundary: u64,
+        /// 0..size are before the boundary, size..2·size after.
+        j: u64,
+    },
+    OnOff {
+        gap: Exp<f64>,
+        /// Busy time elapsed, i.e. time with the idle periods cut out.
+        busy: u64,
+        on: u64,
+        off: u64,
+    },
+    Trace(TraceReader),
+}
+
+impl Pattern {
+    /// Where the source `spec` starts, under `rule` (trace files are opened here).
+    fn new(spec: &TrafficSpec, rule: &Rule) -> Result<Pattern, ScenarioError> {
+        Ok(match &spec.kind {
+            TrafficKind::Uniform { rate } => Pattern::Uniform { rate: *rate, i: 0 },
+            TrafficKind::Poisson { rate } => Pattern::Poisson {
+                gap: exp_ns(*rate),
+                at: 0,
+            },
+            TrafficKind::BoundaryBurst {
+                size,
+                spread,
+                period,
+            } => {
+                let period = burst_period(*period, rule).as_u64();
+                // Boundaries are absolute multiples of the period (the windows'
+                // edges): the first is the one whose half-burst starts at or after
+                // the source's `start`.
+                let first = (u128::from(spec.start.as_u64()) + 1 + u128::from(spread.as_u64()))
+                    .div_ceil(u128::from(period))
+                    .max(1);
+                Pattern::Burst {
+                    size: *size,
+                    spread: spread.as_u64(),
+                    period,
+                    boundary: u64::try_from(first).unwrap_or(u64::MAX),
+                    j: 0,
+                }
+            }
+            TrafficKind::OnOff { rate, on, off } => Pattern::OnOff {
+                gap: exp_ns(*rate),
+                busy: 0,
+                on: on.as_u64(),
+                off: off.as_u64(),
+            },
+            TrafficKind::Trace { path } => Pattern::Trace(TraceReader::open(path)?),
+        })
+    }
+}
+
+impl Source {
+    fn next(&mut self, keys: &mut KeyTable) -> Result<Option<Arrival>, ScenarioError> {
+        if self.done {
+            return Ok(None);
+        }
+        let start = self.start.as_u64();
+        let (time, key, cost) = match &mut self.pattern {
+            Pattern::Trace(reader) => match reader.next_row()? {
+                Some(row) => {
+                    let key = keys.intern(&row.key);
+                    (row.time, Some(key), row.cost.unwrap_or(self.cost))
+                }
+                None => (Nanos::MAX, None, 0),
+            },
+            Pattern::Uniform { rate, i } => {
+                let t = Nanos::new(start) + rate.nth_arrival(*i);
+                *i += 1;
+                (t, None, self.cost)
+            }
+            Pattern::Poisson { gap, at } => {
+                *at = at.saturating_add(sample_gap(gap, &mut self.rng));
+                (Nanos::new(start.saturating_add(*at)), None, self.cost)
+            }
+            Pattern::Burst {
+                size,
+                spread,
+                period,
+                boundary,
+                j,
+            } => {
+                let b = u128::from(*boundary) * u128::from(*period);
+                // Half-burst i of `size` requests spread evenly over `spread` ns:
+                // offset floor(i·spread / (size − 1)); a lone request sits at 0.
+                let offset = |i: u64| match *size {
+                    1 => 0,
+                    n => u128::from(i) * u128::from(*spread) / u128::from(n - 1),
+                };
+                let t = if *j < *size {
+                    // The last "before" request is 1 ns before the boundary.
+                    b - 1 - u128::from(*spread) + offset(*j)
+                } else {
+                    b + offset(*j - *size)
+                };
+                *j += 1;
+                if *j == 2 * *size {
+                    *j = 0;
+                    *boundary += 1;
+                }
+                (Nanos::saturating_from_u128(t), None, self.cost)
+            }
+            Pattern::OnOff { gap, busy, on, off } => {
+                *busy = busy.saturating_add(sample_gap(gap, &mut self.rng));
+                // Busy time → real time: every full `on` period adds an `off` gap.
+                // `on + off` can exceed u64 and the product u128: widen and saturate
+                // (a saturated instant is past any end, so the source just stops).
+                let cycles = u128::from(*busy / *on);
+                let real = cycles
+                    .saturating_mul(u128::from(*on) + u128::from(*off))
+                    .saturating_add(u128::from(*busy % *on));
+                let t = Nanos::saturating_from_u128(u128::from(start).saturating_add(real));
+                (t, None, self.cost)
+            }
+        };
+        if time >= self.end || time == Nanos::MAX {
+            self.done = true;
+            return Ok(None);
+        }
+        let key = match key {
+            Some(k) => k,
+            None => self.picker.pick(&mut self.rng, keys),
+        };
+        Ok(Some(Arrival { time, key, cost }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn scenario(traffic: &str) -> Scenario {
+        let text = format!(
+            "name = \"t\"\nseed = 7\nduration = \"40s\"\n[limit]\nmax_requests = 5\n\
+             window = \"10s\"\n{traffic}"
+        );
+        Scenario::parse(&text, Path::new("t.toml")).unwrap()
+    }
+
+    fn drain(s: &Scenario) -> Vec<(u64, Arrival)> {
+        let mut stream = ArrivalStream::new(s).unwrap();
+        let mut out = Vec::new();
+        while let Some(a) = stream.next_arrival().unwrap() {
+            out.push(a);
+        }
+        out
+    }
+
+    #[test]
+    fn boundary_bursts_straddle_every_boundary_at_one_instant_each_side() {
+        let s = scenario("[[traffic]]\nkind = \"boundary_burst\"\nsize = 3\n");
+        let times: Vec<u64> = drain(&s).iter().map(|(_, a)| a.time.as_u64()).collect();
+        let w = 10_000_000_000;
+        let mut expected = Vec::new();
+        for k in 1..=3u64 {
+            expected.extend([k * w - 1; 3]);
+            expected.extend([k * w; 3]);
+        }
+        expected.extend([4 * w - 1; 3]); // 40 s is the end: only the "before" half
+        assert_eq!(times, expected);
+    }
+
+    #[test]
+    fn spread_bursts_cover_the_spread_evenly_and_stay_in_order() {
+        let s = scenario("[[traffic]]\nkind = \"boundary_burst\"\nsize = 3\nspread = \"2ns\"\n");
+        let times: Vec<u64> = drain(&s)
+            .iter()
+            .take(6)
+            .map(|(_, a)| a.time.as_u64())
+            .collect();
+        let b = 10_000_000_000;
+        assert_eq!(times, [b - 3, b - 2, b - 1, b, b + 1, b + 2]);
+    }
+
+    #[test]
+    fn ties_keep_declaration_order_and_seq_counts_from_zero() {
+        let s = scenario(
+            "[[traffic]]\nkind = \"uniform\"\nrate = 1\nkey_prefix = \"a\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = 1\nkey_prefix = \"b\"\n",
+        );
+        let mut stream = ArrivalStream::new(&s).unwrap();
+        let (s0, a0) = stream.next_arrival().unwrap().unwrap();
+        let (s1, a1) = stream.next_arrival().unwrap().unwrap();
+        assert_eq!((s0, s1), (0, 1));
+        assert_eq!(a0.time, a1.time);
+        assert_eq!(stream.keys().name(a0.key), "a-0");
+        assert_eq!(stream.keys().name(a1.key), "b-0");
+    }
+
+    #[test]
+    fn on_off_sources_are_silent_while_off() {
+        let s = scenario("[[traffic]]\nkind = \"on_off\"\nrate = 50\non = \"1s\"\noff = \"3s\"\n");
+        let arrivals = drain(&s);
+        assert!(arrivals.len() > 100, "{} arrivals", arrivals.len());
+        for (_, a) in arrivals {
+            let phase = a.time.as_u64() % 4_000_000_000;
+            assert!(
+                phase < 1_000_000_000,
+                "arrival at {:?} is in an off period",
+                a.time
+            );
+        }
+    }
+}
