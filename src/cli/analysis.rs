@@ -113,7 +113,8 @@ pub(super) fn worst_case(args: &WorstCaseArgs, registry: &Registry) -> Result<()
     let mut cases = Vec::new();
     let mut written = Vec::new();
     for name in &algorithms {
-        let case = worst_case::search(name, rule, analysis.search(args.seed)).map_err(input)?;
+        let case = worst_case::search(registry, name, rule, analysis.search(args.seed))
+            .map_err(input)?;
         let files = report::write_worst_case(&out, &case, &rule)
             .map_err(|e| anyhow::Error::new(e).context("cannot write the results"))?;
         written.extend(files);
@@ -139,7 +140,7 @@ pub(super) fn calibrate(args: &CalibrateArgs, registry: &Registry) -> Result<(),
     let mut rows = Vec::new();
     for name in analysis.algorithms(registry)? {
         let search = analysis.search(args.seed);
-        rows.push(calibrate::calibrate(&name, rule, search).map_err(input)?);
+        rows.push(calibrate::calibrate(registry, &name, rule, search).map_err(input)?);
     }
     let text = match analysis.format {
         Format::Table => {

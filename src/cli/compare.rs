@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use ratesim::sim::Scenario;
-use ratesim::{Rule, bundled, report};
+use ratesim::{Registry, Rule, bundled, report};
 
 use super::run::{Common, apply_overrides, print_summary, simulate};
 use super::{Failure, input, parse_limit};
@@ -35,14 +35,14 @@ pub(super) struct CompareArgs {
     common: Common,
 }
 
-pub(super) fn compare(args: &CompareArgs) -> Result<(), Failure> {
+pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Failure> {
     // Load and check everything first so a bad file fails before any run.
-    let mut scenarios = load(&args.scenarios)?;
+    let mut scenarios = load(&args.scenarios, registry)?;
     for scenario in &mut scenarios {
         if let Some(rule) = args.limit {
             set_limit(scenario, rule, args.scenarios.is_empty())?;
         }
-        apply_overrides(scenario, &args.common)?;
+        apply_overrides(scenario, &args.common, registry)?;
         // Every trace is read through before the first run writes anything.
         scenario.validate().map_err(input)?;
         if let Some(warning) = report::size_warning(scenario, !args.common.no_decisions) {
@@ -57,23 +57,24 @@ pub(super) fn compare(args: &CompareArgs) -> Result<(), Failure> {
             scenario,
             &root.join(&scenario.name),
             &args.common,
+            registry,
         )?);
     }
     print_summary(&reports, args.common.format)
 }
 
 /// The scenario `files`, or the built-in suite when there are none.
-fn load(files: &[PathBuf]) -> Result<Vec<Scenario>, Failure> {
+fn load(files: &[PathBuf], registry: &Registry) -> Result<Vec<Scenario>, Failure> {
     let mut scenarios = Vec::new();
     if files.is_empty() {
         for file in bundled::COMPARE_SUITE {
             let text = bundled::scenario(file).context("the built-in suite is incomplete")?;
             let origin = Path::new("scenarios").join(file);
-            scenarios.push(Scenario::parse(text, &origin).map_err(input)?);
+            scenarios.push(Scenario::parse_with(text, &origin, registry).map_err(input)?);
         }
     } else {
         for file in files {
-            scenarios.push(Scenario::load(file).map_err(input)?);
+            scenarios.push(Scenario::load_with(file, registry).map_err(input)?);
         }
     }
     Ok(scenarios)

@@ -153,15 +153,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn dispatch(command: Command) -> Result<(), Failure> {
-    // The one registry of algorithm names every command resolves against.
-    let registry = Registry::default();
+    // The one registry of algorithms every command names, builds and describes from.
+    let registry = Registry::builtin();
     match command {
-        Command::Run(args) => run::run(&args),
-        Command::Compare(args) => compare::compare(&args),
-        Command::WorstCase(args) => analysis::worst_case(&args, &registry),
-        Command::Calibrate(args) => analysis::calibrate(&args, &registry),
-        Command::Validate(args) => validate::validate(&args.scenarios),
-        Command::List => print(&report::render_listing(&registry, bundled::SCENARIOS)),
+        Command::Run(args) => run::run(&args, registry),
+        Command::Compare(args) => compare::compare(&args, registry),
+        Command::WorstCase(args) => analysis::worst_case(&args, registry),
+        Command::Calibrate(args) => analysis::calibrate(&args, registry),
+        Command::Validate(args) => validate::validate(&args.scenarios, registry),
+        Command::List => print(&report::render_listing(registry, bundled::SCENARIOS)),
         Command::Demo => print(&ratesim::demo::demo_text()),
     }
 }

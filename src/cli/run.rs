@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
 use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
+use ratesim::Registry;
 
 use super::{Failure, Format, algos_flag, input, print};
 
@@ -68,9 +69,9 @@ impl Common {
     }
 }
 
-pub(super) fn run(args: &RunArgs) -> Result<(), Failure> {
-    let mut scenario = Scenario::load(&args.scenario).map_err(input)?;
-    apply_overrides(&mut scenario, &args.common)?;
+pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
+    let mut scenario = Scenario::load_with(&args.scenario, registry).map_err(input)?;
+    apply_overrides(&mut scenario, &args.common, registry)?;
     scenario.validate().map_err(input)?;
     if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
         eprintln!("ratesim: warning: {warning}");
@@ -79,18 +80,22 @@ pub(super) fn run(args: &RunArgs) -> Result<(), Failure> {
         Some(out) => out.clone(),
         None => Path::new("output").join(&scenario.name),
     };
-    let report = simulate(&scenario, &out, &args.common)?;
+    let report = simulate(&scenario, &out, &args.common, registry)?;
     print_summary(&[report], args.common.format)
 }
 
 /// Applies `--seed` and `--algos` to a loaded scenario.
-pub(super) fn apply_overrides(scenario: &mut Scenario, common: &Common) -> Result<(), Failure> {
+pub(super) fn apply_overrides(
+    scenario: &mut Scenario,
+    common: &Common,
+    registry: &Registry,
+) -> Result<(), Failure> {
     if let Some(seed) = common.seed {
         scenario.seed = seed;
     }
     if let Some(algos) = &common.algos {
         scenario
-            .set_algorithms(algos_flag(algos)?)
+            .set_algorithms(algos_flag(algos)?, registry)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
     }
     Ok(())
@@ -103,6 +108,7 @@ pub(super) fn simulate(
     scenario: &Scenario,
     out: &Path,
     common: &Common,
+    registry: &Registry,
 ) -> Result<RunReport, Failure> {
     let out = report::prepare_output_dir(out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;

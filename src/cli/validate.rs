@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use ratesim::report;
+use ratesim::{Registry, report};
 use ratesim::sim::{Scenario, ScenarioError};
 
 use super::{Failure, input, print};
@@ -26,10 +26,10 @@ pub(super) struct ValidateArgs {
 /// Checks every file, printing `ok: …` on stdout for a good one and its error on
 /// stderr for a bad one. Fails (exit 2) if any file is bad; with several files a last
 /// line counts them.
-pub(super) fn validate(files: &[PathBuf]) -> Result<(), Failure> {
+pub(super) fn validate(files: &[PathBuf], registry: &Registry) -> Result<(), Failure> {
     let mut failures = Vec::new();
     for file in files {
-        match validate_one(file) {
+        match validate_one(file, registry) {
             Ok(line) => print(&line)?,
             Err(e) => {
                 if files.len() > 1 {
@@ -51,8 +51,8 @@ pub(super) fn validate(files: &[PathBuf]) -> Result<(), Failure> {
 }
 
 /// Loads and validates one scenario file; the `ok: …` line describing it.
-fn validate_one(file: &Path) -> Result<String, ScenarioError> {
-    let scenario = Scenario::load(file)?;
+fn validate_one(file: &Path, registry: &Registry) -> Result<String, ScenarioError> {
+    let scenario = Scenario::load_with(file, registry)?;
     scenario.validate()?;
     Ok(report::validation_summary(file, &scenario))
 }

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use crate::registry::Registry;
 use crate::sim::Scenario;
-use crate::sim::worst_case::analytic_formula;
 
 /// The algorithms of `registry` (name, worst-case formula, description) and then the
 /// `scenarios` (file name and TOML text, as in [`bundled::SCENARIOS`](crate::bundled::SCENARIOS)),
@@ -18,15 +17,15 @@ pub fn render_listing(registry: &Registry, scenarios: &[(&str, &str)]) -> String
     let mut out = String::from(
         "Algorithms (worst case: most admitted in any window of length W, for N per W, burst B;\nless when W is under 2N ns):\n",
     );
-    for name in registry.names() {
-        let description = registry.description(name).unwrap_or_default();
-        let worst = analytic_formula(name).unwrap_or("?");
+    for entry in registry.entries() {
+        let (name, description) = (entry.name(), entry.description());
+        let worst = entry.worst_case_formula().unwrap_or("?");
         out.push_str(&format!("  {name:<width$}  {worst:<9}  {description}\n"));
     }
     out.push_str("\nBundled scenarios (scenarios/*.toml; `ratesim run scenarios/<file>`):\n");
     let width = scenarios.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
     for (file, text) in scenarios {
-        let summary = match Scenario::parse(text, &Path::new("scenarios").join(file)) {
+        let summary = match Scenario::parse_with(text, &Path::new("scenarios").join(file), registry) {
             Ok(s) => first_sentence(&s.description),
             Err(e) => format!("(does not parse: {e})"),
         };

@@ -201,17 +201,33 @@ impl Rate {
 
 impl Scenario {
     /// Reads and validates the scenario at `path` (trace files are checked by
-    /// [`Scenario::validate`] and while running).
+    /// [`Scenario::validate`] and while running), naming the built-in algorithms.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScenarioError::file(path, format!("cannot read: {e}")))?;
-        Scenario::parse(&text, path)
+        Scenario::load_with(path, Registry::builtin())
     }
 
-    /// Parses scenario `text`; `origin` is the file it came from, used in error
-    /// messages and to resolve trace paths.
+    /// [`Scenario::load`] where the algorithm names are those of `registry`.
+    pub fn load_with(path: &Path, registry: &Registry) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::file(path, format!("cannot read: {e}")))?;
+        Scenario::parse_with(&text, path, registry)
+    }
+
+    /// Parses scenario `text`, naming the built-in algorithms; `origin` is the file it
+    /// came from, used in error messages and to resolve trace paths.
     pub fn parse(text: &str, origin: &Path) -> Result<Scenario, ScenarioError> {
-        build::build(raw::parse(text, origin)?, text, origin)
+        Scenario::parse_with(text, origin, Registry::builtin())
+    }
+
+    /// [`Scenario::parse`] where the algorithm names (and `all`) are those of
+    /// `registry`: a scenario can name an algorithm the caller registered. Run it with
+    /// the same registry in [`RunOptions`](crate::sim::RunOptions).
+    pub fn parse_with(
+        text: &str,
+        origin: &Path,
+        registry: &Registry,
+    ) -> Result<Scenario, ScenarioError> {
+        build::build(raw::parse(text, origin)?, text, origin, registry)
     }
 
     /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts
@@ -289,18 +305,16 @@ impl Scenario {
         Ok(())
     }
 
-    /// Replaces the algorithm list (`all` allowed), e.g. from a command-line flag.
-    pub fn set_algorithms<S: AsRef<str>>(&mut self, names: &[S]) -> Result<(), UnknownAlgorithm> {
-        self.algorithms = resolve_algorithms(names)?;
+    /// Replaces the algorithm list with `names` of `registry` (`all` allowed), e.g.
+    /// from a command-line flag.
+    pub fn set_algorithms<S: AsRef<str>>(
+        &mut self,
+        names: &[S],
+        registry: &Registry,
+    ) -> Result<(), UnknownAlgorithm> {
+        self.algorithms = registry.resolve(names)?;
         Ok(())
     }
-}
-
-/// Registry names for `names`, with `all` expanded: the one place a scenario asks the
-/// registry which algorithms exist (for the file's `algorithms` and
-/// [`Scenario::set_algorithms`] alike).
-fn resolve_algorithms<S: AsRef<str>>(names: &[S]) -> Result<Vec<String>, UnknownAlgorithm> {
-    Registry::default().resolve(names)
 }
 
 #[cfg(test)]

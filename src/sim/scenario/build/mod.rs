@@ -14,7 +14,8 @@ use std::path::Path;
 use toml::Spanned;
 
 use super::raw::{RawClient, RawLimit, RawScenario};
-use super::{ClientModel, Scenario, ScenarioError, resolve_algorithms};
+use super::{ClientModel, Scenario, ScenarioError};
+use crate::registry::Registry;
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -24,8 +25,14 @@ pub(super) fn build(
     raw: RawScenario,
     text: &str,
     origin: &Path,
+    registry: &Registry,
 ) -> Result<Scenario, ScenarioError> {
-    Builder { text, origin }.build(raw)
+    Builder {
+        text,
+        origin,
+        registry,
+    }
+    .build(raw)
 }
 
 /// Turns the raw schema into a [`Scenario`], reporting the first problem found.
@@ -33,6 +40,8 @@ pub(super) struct Builder<'a> {
     text: &'a str,
     /// The scenario file: named in errors, and the folder trace paths resolve against.
     origin: &'a Path,
+    /// The algorithms the scenario may name.
+    registry: &'a Registry,
 }
 
 impl Builder<'_> {
@@ -56,7 +65,7 @@ impl Builder<'_> {
         let rule = limits.remove(0);
         let extra_limits = limits;
         let algorithms = match &raw.algorithms {
-            None => resolve_algorithms(&["all"]).unwrap_or_default(),
+            None => self.registry.names().map(String::from).collect(),
             Some(list) => self.algorithms(list)?,
         };
         if raw.traffic.get_ref().is_empty() {
@@ -141,7 +150,8 @@ impl Builder<'_> {
         // `all` expands in place and repeats are dropped, keeping the first.
         let mut resolved: Vec<String> = Vec::new();
         for name in list.get_ref() {
-            let expanded = resolve_algorithms(&[name.get_ref()])
+            let expanded = (self.registry)
+                .resolve(&[name.get_ref()])
                 .map_err(|e| self.err(name.span(), e.to_string()))?;
             for n in expanded {
                 if !resolved.contains(&n) {
