@@ -3,30 +3,17 @@
 //! algorithm under several `[[limit]]`s, falls back to the registry's algorithm.
 //!
 //! This is the one place the engine builds algorithms by name (besides the reference's
-//! sliding log, [`REFERENCE`]); it never runs them.
+//! own sliding log, `reference`, and its name, `compare::REFERENCE`); it never runs
+//! them.
 
-use super::driver::{Drive, Driver};
-use super::progress::Progress;
+use super::driver::{Drive, Driver, Job};
 use crate::algorithm::{
     FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog, TokenBucket,
 };
 use crate::composite::Composite;
 use crate::registry::Registry;
-use crate::sim::{DecisionSink, Scenario, SimError};
+use crate::sim::SimError;
 use crate::time::Nanos;
-
-/// The registry name of the exact reference: the sliding log.
-pub(super) const REFERENCE: &str = "sliding_window_log";
-
-/// What a run of one algorithm needs besides the algorithm.
-pub(super) struct Job<'a> {
-    pub(super) scenario: &'a Scenario,
-    /// `None` for the silent second pass: no rows, no reference, no probes.
-    pub(super) sink: Option<Box<dyn DecisionSink>>,
-    pub(super) progress: Option<&'a Progress<'a>>,
-    /// The key whose window count to draw; `None` = the first key admitted.
-    pub(super) track: Option<u32>,
-}
 
 /// Static dispatch: each built-in name runs the engine monomorphised for its concrete
 /// type; any other registered name falls back to the type-erased algorithm.

@@ -7,18 +7,17 @@
 //! them, and the concepts it calls (janitor, probes, retry client, recording,
 //! comparison, progress) keep their own state. It writes no files itself.
 
-use super::dispatch::Job;
+use super::attempt::{Answer, Event};
+use super::compare::Comparison;
 use super::janitor::Janitor;
 use super::probe::{Probes, judge};
-use super::progress::ProgressTicker;
-use super::queue::Event;
+use super::progress::{Progress, ProgressTicker};
 use super::record::{DecisionLog, Outcome, Recording};
-use super::reference::Comparison;
 use super::retry::RetryClient;
 use crate::algorithm::Algorithm;
 use crate::limiter::RateLimiter;
 use crate::sim::traffic::Arrival;
-use crate::sim::{ClientModel, KeyTable, Scenario, SimError};
+use crate::sim::{ClientModel, DecisionSink, KeyTable, Scenario, SimError};
 use crate::time::{FakeClock, Nanos};
 
 /// One algorithm's run, fed the stream a chunk at a time.
@@ -42,17 +41,14 @@ pub(super) trait Drive {
     fn finish(self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError>;
 }
 
-/// The limiter's answer to one request attempt.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Answer {
-    pub(super) allowed: bool,
-    pub(super) remaining: u64,
-    /// The advertised wait; `Nanos::MAX` when the request does not fit.
-    pub(super) retry_after: Nanos,
-    /// The cost is within the capacity. Only a request that does not fit can never
-    /// pass; one that fits may still be told `Nanos::MAX` (a wait past the end of the
-    /// clock's range, e.g. under a window of centuries).
-    pub(super) fits: bool,
+/// What a run of one algorithm needs besides the algorithm.
+pub(super) struct Job<'a> {
+    pub(super) scenario: &'a Scenario,
+    /// `None` for the silent second pass: no rows, no reference, no probes.
+    pub(super) sink: Option<Box<dyn DecisionSink>>,
+    pub(super) progress: Option<&'a Progress<'a>>,
+    /// The key whose window count to draw; `None` = the first key admitted.
+    pub(super) track: Option<u32>,
 }
 
 /// The state of one algorithm's run between chunks.

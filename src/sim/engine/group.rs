@@ -5,18 +5,24 @@
 //! A group's results depend only on its own algorithms, never on which thread runs it
 //! or on the other groups; it does not spawn threads itself.
 
-use super::dispatch::{Job, driver};
-use super::driver::Drive;
+use super::dispatch::driver;
+use super::driver::{Drive, Job};
 use super::progress::Progress;
 use super::record::Outcome;
 use super::reference::{ReferenceFeed, Share};
-use super::threads::Assigned;
 use crate::sim::traffic::Arrival;
-use crate::sim::{AlgorithmReport, ArrivalStream, Scenario, ScenarioError, SimError};
+use crate::sim::{AlgorithmReport, ArrivalStream, DecisionSink, Scenario, ScenarioError, SimError};
 
 /// Arrivals generated and fed to the algorithms at a time: small enough to stay in
 /// cache, large enough that the per-chunk dynamic dispatch is noise.
 const CHUNK: usize = 1024;
+
+/// One algorithm handed to a worker: its index in the scenario and its sink.
+pub(super) struct Assigned<'a> {
+    pub(super) index: usize,
+    pub(super) name: &'a str,
+    pub(super) sink: Box<dyn DecisionSink>,
+}
 
 /// One algorithm's result, with its index in the scenario.
 pub(super) type Finished = (usize, Result<AlgorithmReport, SimError>);

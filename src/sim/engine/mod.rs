@@ -1,5 +1,6 @@
 //! The discrete-event engine: feeds each algorithm its stream through the library's
-//! own [`RateLimiter`] on a [`FakeClock`], and measures what it decides.
+//! own [`RateLimiter`](crate::RateLimiter) on a [`FakeClock`](crate::FakeClock), and
+//! measures what it decides.
 //!
 //! The engine owns event order and client behaviour; it never decides a request
 //! itself (the limiter does) and never writes files (sinks do).
@@ -30,17 +31,22 @@
 //!   deployment would, and samples `peak_keys` and per-key state size.
 //!
 //! ## Where each concept lives
-//! - `threads`: dealing algorithms into groups, one worker thread per group.
+//! - `threads`: dealing algorithms into groups, one worker thread per group, and the
+//!   channels that share the reference between them.
 //! - `group`: one group in lockstep over the chunked stream, and the second pass.
-//! - `reference`: the exact reference, how a group gets it, and the comparison.
+//! - `reference`: the exact reference and where a group gets its decisions.
+//! - `compare`: one algorithm's decisions counted against the reference's.
 //! - `dispatch`: algorithm names to monomorphised drivers (the one place).
 //! - `driver`: one algorithm's run, the per-arrival step.
+//! - `attempt`: one request attempt and the limiter's answer, passed between these.
 //! - `queue` and `retry`: the event queue and the retry clients.
 //! - `probe`: the earliest passing instant of each denial, and the advice judged.
 //! - `janitor`: the periodic idle-key sweep and memory samples.
 //! - `record`: counters, window counts, timeline and decision rows.
 //! - `progress`: progress units, shared across threads.
 
+mod attempt;
+mod compare;
 mod dispatch;
 mod driver;
 mod group;

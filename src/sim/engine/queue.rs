@@ -7,35 +7,8 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use crate::sim::traffic::Arrival;
+use super::attempt::Event;
 use crate::time::Nanos;
-
-/// One request attempt: a new arrival, or a retry waiting in the [`EventQueue`].
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Event {
-    pub(super) time: Nanos,
-    pub(super) seq: u64,
-    pub(super) key: u32,
-    pub(super) cost: u64,
-    pub(super) attempt: u32,
-    /// When the request first arrived (for latency).
-    pub(super) first: Nanos,
-}
-
-impl Event {
-    /// The first attempt of the stream's arrival number `seq`.
-    #[inline]
-    pub(super) fn arrival(seq: u64, a: Arrival) -> Event {
-        Event {
-            time: a.time,
-            seq,
-            key: a.key,
-            cost: a.cost,
-            attempt: 0,
-            first: a.time,
-        }
-    }
-}
 
 /// A min-heap on `(time, insertion order)`: same-instant events leave in FIFO order.
 #[derive(Default)]

@@ -4,8 +4,7 @@
 //!
 //! Recording only observes decisions already taken; it never decides one.
 
-use super::driver::Answer;
-use super::queue::Event;
+use super::attempt::{Answer, Event};
 use crate::sim::metrics::{BucketCursor, SeriesThinner, WindowTracker};
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, Scenario};
 use crate::sim::{SimError, Timeline};

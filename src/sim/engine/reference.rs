@@ -10,15 +10,13 @@
 
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use super::dispatch::REFERENCE;
 use super::driver::Drive;
 use super::janitor::Sweeps;
-use super::threads::Assigned;
 use crate::algorithm::SlidingWindowLog;
 use crate::composite::Composite;
 use crate::limiter::RateLimiter;
 use crate::sim::traffic::Arrival;
-use crate::sim::{ClientModel, KeyTable, Metrics, Scenario};
+use crate::sim::{KeyTable, Scenario};
 use crate::time::{FakeClock, Nanos};
 
 /// How a group gets the reference's decisions (open clients only).
@@ -30,31 +28,6 @@ pub(super) enum Share {
     Send(Vec<SyncSender<Vec<bool>>>),
     /// Receives each chunk's decisions from the group that owns the sliding log.
     Receive(Receiver<Vec<bool>>),
-}
-
-/// With open clients and several groups, the sliding log's decisions are computed once,
-/// by the group that runs the log as an algorithm, and sent to the others chunk by
-/// chunk, instead of every other group running its own copy of the log. The stream and
-/// the log are deterministic, so this changes no result.
-pub(super) fn share_reference(scenario: &Scenario, groups: &[Vec<Assigned<'_>>]) -> Vec<Share> {
-    let mut shares: Vec<Share> = groups.iter().map(|_| Share::Alone).collect();
-    let owner = groups
-        .iter()
-        .position(|g| g.iter().any(|a| a.name == REFERENCE));
-    let (Some(owner), ClientModel::Open) = (owner, scenario.client) else {
-        return shares;
-    };
-    let mut senders = Vec::new();
-    for (i, share) in shares.iter_mut().enumerate() {
-        if i != owner {
-            // A few chunks of slack so the two threads rarely wait for each other.
-            let (tx, rx) = std::sync::mpsc::sync_channel(16);
-            senders.push(tx);
-            *share = Share::Receive(rx);
-        }
-    }
-    shares[owner] = Share::Send(senders);
-    shares
 }
 
 /// Where one group's reference decisions come from, chunk by chunk.
@@ -193,46 +166,5 @@ impl Reference {
             self.clock.set(a.time);
             out.push(self.limiter.allows(a.key, a.cost));
         }
-    }
-}
-
-/// One algorithm's decisions compared with the reference's.
-pub(super) struct Comparison {
-    /// This run counts `false_allow` / `false_deny` against the reference.
-    pub(super) wanted: bool,
-    /// This run's decisions *are* the reference's (the sliding log on the scenario's
-    /// rules; with several `[[limit]]`s the composite of logs, as the reference is).
-    pub(super) is_reference: bool,
-    false_allow: u64,
-    false_deny: u64,
-}
-
-impl Comparison {
-    /// `open`: open clients, and a run that reports (not the silent second pass).
-    pub(super) fn new(open: bool, name: &str) -> Comparison {
-        let is_reference = open && name == REFERENCE;
-        Comparison {
-            wanted: open && !is_reference,
-            is_reference,
-            false_allow: 0,
-            false_deny: 0,
-        }
-    }
-
-    /// Counts one decision against the reference's, when there is one.
-    #[inline]
-    pub(super) fn count(&mut self, allowed: bool, log_allowed: Option<bool>) {
-        if self.wanted
-            && let Some(log_allowed) = log_allowed
-        {
-            self.false_allow += u64::from(allowed && !log_allowed);
-            self.false_deny += u64::from(!allowed && log_allowed);
-        }
-    }
-
-    /// Writes the counts into the run's metrics (open clients only).
-    pub(super) fn report(&self, m: &mut Metrics) {
-        m.false_allow = Some(self.false_allow);
-        m.false_deny = Some(self.false_deny);
     }
 }

@@ -8,7 +8,8 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::queue::{Event, EventQueue};
+use super::attempt::Event;
+use super::queue::EventQueue;
 use crate::sim::{ClientModel, LatencyHistogram, Metrics, Scenario};
 use crate::time::Nanos;
 

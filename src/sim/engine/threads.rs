@@ -3,20 +3,16 @@
 //!
 //! Each group is independent and its results are keyed by algorithm index, so the
 //! grouping (and the thread count) cannot affect the report. Threads share only the
-//! progress counter and the reference's decisions (see `reference`); nothing here
-//! decides or measures a request.
+//! progress counter and the reference's decisions, whose channels are laid here;
+//! nothing here decides or measures a request.
 
-use super::group::{Finished, run_group};
+use std::sync::mpsc::sync_channel;
+
+use super::compare::REFERENCE;
+use super::group::{Assigned, Finished, run_group};
 use super::progress::Progress;
-use super::reference::share_reference;
-use crate::sim::{AlgorithmReport, DecisionSink, Scenario, SimError};
-
-/// One algorithm handed to a worker: its index in the scenario and its sink.
-pub(super) struct Assigned<'a> {
-    pub(super) index: usize,
-    pub(super) name: &'a str,
-    pub(super) sink: Box<dyn DecisionSink>,
-}
+use super::reference::Share;
+use crate::sim::{AlgorithmReport, ClientModel, DecisionSink, Scenario, SimError};
 
 /// Deals the scenario's algorithms round-robin into `threads` groups, opening each
 /// one's sink, in order, before any simulation starts (so a bad output path fails
@@ -70,6 +66,31 @@ pub(super) fn run_groups<'a>(
         })
     };
     in_scenario_order(scenario, finished)
+}
+
+/// With open clients and several groups, the sliding log's decisions are computed once,
+/// by the group that runs the log as an algorithm, and sent to the others chunk by
+/// chunk, instead of every other group running its own copy of the log. The stream and
+/// the log are deterministic, so this changes no result.
+fn share_reference(scenario: &Scenario, groups: &[Vec<Assigned<'_>>]) -> Vec<Share> {
+    let mut shares: Vec<Share> = groups.iter().map(|_| Share::Alone).collect();
+    let owner = groups
+        .iter()
+        .position(|g| g.iter().any(|a| a.name == REFERENCE));
+    let (Some(owner), ClientModel::Open) = (owner, scenario.client) else {
+        return shares;
+    };
+    let mut senders = Vec::new();
+    for (i, share) in shares.iter_mut().enumerate() {
+        if i != owner {
+            // A few chunks of slack so the two threads rarely wait for each other.
+            let (tx, rx) = sync_channel(16);
+            senders.push(tx);
+            *share = Share::Receive(rx);
+        }
+    }
+    shares[owner] = Share::Send(senders);
+    shares
 }
 
 fn in_scenario_order(
