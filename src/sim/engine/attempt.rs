@@ -1,0 +1,47 @@
+//! One request attempt (a new arrival or a retry) and the limiter's answer to it: the
+//! values the engine's concepts pass each other for every decision.
+//!
+//! Plain data; nothing here decides, orders or records an attempt.
+
+use crate::sim::traffic::Arrival;
+use crate::time::Nanos;
+
+/// One request attempt: a new arrival, or a retry waiting in the `queue::EventQueue`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Event {
+    pub(super) time: Nanos,
+    pub(super) seq: u64,
+    pub(super) key: u32,
+    pub(super) cost: u64,
+    pub(super) attempt: u32,
+    /// When the request first arrived (for latency).
+    pub(super) first: Nanos,
+}
+
+impl Event {
+    /// The first attempt of the stream's arrival number `seq`.
+    #[inline]
+    pub(super) fn arrival(seq: u64, a: Arrival) -> Event {
+        Event {
+            time: a.time,
+            seq,
+            key: a.key,
+            cost: a.cost,
+            attempt: 0,
+            first: a.time,
+        }
+    }
+}
+
+/// The limiter's answer to one request attempt.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Answer {
+    pub(super) allowed: bool,
+    pub(super) remaining: u64,
+    /// The advertised wait; `Nanos::MAX` when the request does not fit.
+    pub(super) retry_after: Nanos,
+    /// The cost is within the capacity. Only a request that does not fit can never
+    /// pass; one that fits may still be told `Nanos::MAX` (a wait past the end of the
+    /// clock's range, e.g. under a window of centuries).
+    pub(super) fits: bool,
+}

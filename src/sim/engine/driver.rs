@@ -1,0 +1,274 @@
+//! One algorithm's run: its own limiter on its own [`FakeClock`], fed the stream a
+//! chunk at a time, with each request attempt told as a short story — sweep, decide,
+//! record, then admit or deny (probe the advice, schedule a retry), compare with the
+//! reference, write the row.
+//!
+//! The driver owns the order of one algorithm's events; the limiter decides each of
+//! them, and the concepts it calls (janitor, probes, retry client, recording,
+//! comparison, progress) keep their own state. It writes no files itself.
+
+use super::attempt::{Answer, Event};
+use super::compare::Comparison;
+use super::janitor::Janitor;
+use super::probe::{Probes, judge};
+use super::progress::{Progress, ProgressTicker};
+use super::record::{DecisionLog, Outcome, Recording};
+use super::retry::RetryClient;
+use crate::algorithm::Algorithm;
+use crate::limiter::RateLimiter;
+use crate::sim::traffic::Arrival;
+use crate::sim::{ClientModel, DecisionSink, KeyTable, Scenario, SimError};
+use crate::time::{FakeClock, Nanos};
+
+/// One algorithm's run, fed the stream a chunk at a time.
+pub(super) trait Drive {
+    /// True when this run counts `false_allow` / `false_deny` against the log.
+    fn wants_reference(&self) -> bool;
+    /// True when this run's decisions on the open-client stream *are* the reference's
+    /// (the sliding log on the scenario's rules), so it can serve as the reference.
+    fn is_reference(&self) -> bool;
+    /// Decides every arrival of `chunk` (and any retries due before each), in order.
+    /// `log_allowed[i]` is the reference's decision on `chunk[i]`, when there is one.
+    /// With `decided`, each arrival's decision is appended to it.
+    fn feed(
+        &mut self,
+        chunk: &[(u64, Arrival)],
+        log_allowed: Option<&[bool]>,
+        keys: &KeyTable,
+        decided: Option<&mut Vec<bool>>,
+    );
+    /// Decides the retries still queued and computes the metrics.
+    fn finish(self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError>;
+}
+
+/// What a run of one algorithm needs besides the algorithm.
+pub(super) struct Job<'a> {
+    pub(super) scenario: &'a Scenario,
+    /// `None` for the silent second pass: no rows, no reference, no probes.
+    pub(super) sink: Option<Box<dyn DecisionSink>>,
+    pub(super) progress: Option<&'a Progress<'a>>,
+    /// The key whose window count to draw; `None` = the first key admitted.
+    pub(super) track: Option<u32>,
+}
+
+/// The state of one algorithm's run between chunks.
+pub(super) struct Driver<'a, A: Algorithm> {
+    sc: &'a Scenario,
+    clock: FakeClock,
+    limiter: RateLimiter<A, u32, FakeClock>,
+    janitor: Janitor<A>,
+    /// Each denial's earliest passing instant, probed or remembered; `None` for the
+    /// silent second pass, which judges nothing.
+    probes: Option<Probes>,
+    /// `None` for open clients.
+    retry: Option<RetryClient>,
+    comparison: Comparison,
+    record: Recording,
+    decisions: DecisionLog,
+    progress: ProgressTicker<'a>,
+    /// The silent open-client pass skips every key but this one.
+    only_key: Option<u32>,
+    /// The first sink error: the run stops deciding and reports it.
+    error: Option<SimError>,
+}
+
+impl<'a, A: Algorithm> Driver<'a, A> {
+    /// A run of `algorithm` as `job` describes it; `heap_bytes` measures the heap a
+    /// state owns, for algorithms whose states grow.
+    pub(super) fn new(
+        job: Job<'a>,
+        algorithm: A,
+        heap_bytes: Option<fn(&A::State) -> usize>,
+    ) -> Self {
+        let sc = job.scenario;
+        let name = algorithm.name().to_string();
+        let silent = job.sink.is_none();
+        let clock = FakeClock::new(Nanos::ZERO);
+        let limiter = RateLimiter::with_clock(algorithm, clock.clone());
+        let retry = RetryClient::new(sc);
+        // The silent pass only redraws one key's window count. With open clients a
+        // key's decisions depend on its own arrivals alone (eviction forgets only
+        // states indistinguishable from fresh ones), so every other key is skipped.
+        let only_key = match (silent, &retry) {
+            (true, None) => job.track,
+            _ => None,
+        };
+        Driver {
+            sc,
+            clock,
+            limiter,
+            janitor: Janitor::new(sc, heap_bytes),
+            probes: (!silent).then(Probes::new),
+            retry,
+            comparison: Comparison::new(sc.client == ClientModel::Open && !silent, &name),
+            record: Recording::new(sc, &name, job.track),
+            decisions: DecisionLog::new(name, job.sink),
+            progress: ProgressTicker::new(job.progress, sc.duration),
+            only_key,
+            error: None,
+        }
+    }
+}
+
+impl<A: Algorithm> Drive for Driver<'_, A> {
+    fn wants_reference(&self) -> bool {
+        self.comparison.wanted
+    }
+
+    fn is_reference(&self) -> bool {
+        self.comparison.is_reference
+    }
+
+    fn feed(
+        &mut self,
+        chunk: &[(u64, Arrival)],
+        log_allowed: Option<&[bool]>,
+        keys: &KeyTable,
+        mut decided: Option<&mut Vec<bool>>,
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        for (i, &(seq, a)) in chunk.iter().enumerate() {
+            // A log shorter than the chunk only follows a failed reference run, which
+            // fails the whole run anyway.
+            let log = log_allowed.and_then(|l| l.get(i).copied());
+            match self.arrive(Event::arrival(seq, a), log, keys) {
+                Ok(allowed) => {
+                    if let Some(d) = decided.as_deref_mut() {
+                        d.push(allowed);
+                    }
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    return;
+                }
+            }
+        }
+        self.record.track_admitted();
+    }
+
+    fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        while let Some(retry) = self.retry.as_mut().and_then(|r| r.pop_due(Nanos::MAX)) {
+            self.step(retry, None, keys)?;
+        }
+        self.record.track_admitted();
+        self.decisions.finish()?;
+        Ok((*self).outcome(keys))
+    }
+}
+
+impl<A: Algorithm> Driver<'_, A> {
+    /// Decides a new arrival, after the retries due at or before it: those were
+    /// scheduled earlier, so at the same instant they go first.
+    #[inline]
+    fn arrive(
+        &mut self,
+        event: Event,
+        log_allowed: Option<bool>,
+        keys: &KeyTable,
+    ) -> Result<bool, SimError> {
+        while let Some(retry) = self.retry.as_mut().and_then(|r| r.pop_due(event.time)) {
+            self.step(retry, None, keys)?;
+        }
+        self.step(event, log_allowed, keys)
+    }
+
+    /// Decides one request attempt and records what the metrics need; returns
+    /// whether it was admitted.
+    #[inline]
+    fn step(
+        &mut self,
+        event: Event,
+        log_allowed: Option<bool>,
+        keys: &KeyTable,
+    ) -> Result<bool, SimError> {
+        if self.only_key.is_some_and(|k| k != event.key) {
+            return Ok(false);
+        }
+        self.janitor
+            .catch_up(&self.clock, &self.limiter, event.time);
+        self.clock.set(event.time);
+        self.janitor.touch(event.key);
+        let answer = self.decide(&event);
+        self.record.attempt(&event, answer.allowed);
+        if answer.allowed {
+            self.admitted(&event);
+        } else {
+            self.denied(&event, answer);
+        }
+        self.comparison.count(answer.allowed, log_allowed);
+        self.decisions.record(&event, &answer, keys)?;
+        self.progress.tick(event.time);
+        Ok(answer.allowed)
+    }
+
+    /// Asks the limiter, at the clock's current instant.
+    #[inline]
+    fn decide(&mut self, event: &Event) -> Answer {
+        match self.limiter.try_acquire_n_mut(&event.key, event.cost) {
+            Ok(d) => Answer {
+                allowed: d.allowed,
+                remaining: d.remaining,
+                retry_after: d.retry_after,
+                fits: true,
+            },
+            Err(_) => Answer {
+                allowed: false,
+                remaining: self.limiter.peek(&event.key).remaining,
+                retry_after: Nanos::MAX,
+                fits: false,
+            },
+        }
+    }
+
+    /// `event` was admitted: what the probes remembered about its key no longer holds,
+    /// and a retrying client has succeeded.
+    #[inline]
+    fn admitted(&mut self, event: &Event) {
+        if let Some(probes) = self.probes.as_mut() {
+            probes.forget(event.key);
+        }
+        if let Some(retry) = self.retry.as_mut() {
+            retry.admitted(event);
+        }
+    }
+
+    /// `event` was denied: a request that can never pass is counted as such; any other
+    /// has its advice judged against the earliest instant it would pass. A retrying
+    /// client then comes back later (or gives up).
+    #[inline]
+    fn denied(&mut self, event: &Event, answer: Answer) {
+        if !answer.fits {
+            self.record.m.never_fits += 1;
+        } else if let Some(probes) = self.probes.as_mut() {
+            let (now, retry_after) = (event.time, answer.retry_after);
+            let earliest =
+                probes.earliest(&mut self.limiter, event.key, event.cost, now, retry_after);
+            judge(&mut self.record.m, now, retry_after, earliest);
+        }
+        if let Some(retry) = self.retry.as_mut() {
+            retry.denied(event, answer.fits, answer.retry_after);
+        }
+    }
+
+    /// The run is over: the final sweep, and the metrics.
+    fn outcome(mut self, keys: &KeyTable) -> Outcome {
+        let sc = self.sc;
+        self.clock.set(sc.duration);
+        self.janitor.sweep(&self.limiter, false);
+        self.progress.finish();
+        let name = self.decisions.name;
+        let mut outcome = self.record.finish(sc, name, keys);
+        let m = &mut outcome.report.metrics;
+        match &self.retry {
+            None => self.comparison.report(m),
+            Some(retry) => retry.report(m),
+        }
+        self.janitor.report(m);
+        outcome
+    }
+}

@@ -1,0 +1,162 @@
+//! One worker's share of a run: a group of algorithms fed in lockstep. The arrival
+//! stream is generated once, a chunk at a time, and each chunk goes to every algorithm
+//! of the group, after the reference has decided it.
+//!
+//! A group's results depend only on its own algorithms, never on which thread runs it
+//! or on the other groups; it does not spawn threads itself.
+
+use super::dispatch::driver;
+use super::driver::{Drive, Job};
+use super::progress::Progress;
+use super::record::Outcome;
+use super::reference::{ReferenceFeed, Share};
+use crate::sim::traffic::Arrival;
+use crate::sim::{AlgorithmReport, ArrivalStream, DecisionSink, Scenario, ScenarioError, SimError};
+
+/// Arrivals generated and fed to the algorithms at a time: small enough to stay in
+/// cache, large enough that the per-chunk dynamic dispatch is noise.
+const CHUNK: usize = 1024;
+
+/// One algorithm handed to a worker: its index in the scenario and its sink.
+pub(super) struct Assigned<'a> {
+    pub(super) index: usize,
+    pub(super) name: &'a str,
+    pub(super) sink: Box<dyn DecisionSink>,
+}
+
+/// One algorithm's result, with its index in the scenario.
+pub(super) type Finished = (usize, Result<AlgorithmReport, SimError>);
+
+/// Runs a group of algorithms in lockstep on one thread. If the key whose window count
+/// was drawn is not an algorithm's worst key, a second, silent pass draws the worst key
+/// instead (the series cannot be known to be needed until the run is over, and keeping
+/// it for every key would not fit in bounded memory).
+pub(super) fn run_group<'a>(
+    scenario: &'a Scenario,
+    group: Vec<Assigned<'a>>,
+    progress: &'a Progress<'a>,
+    share: Share,
+) -> Vec<Finished> {
+    let mut results = Vec::new();
+    let mut drivers = Vec::new();
+    let mut owners = Vec::new();
+    for a in group {
+        let job = Job {
+            scenario,
+            sink: Some(a.sink),
+            progress: Some(progress),
+            track: None,
+        };
+        match driver(a.name, job) {
+            Ok(d) => {
+                drivers.push(d);
+                owners.push((a.index, a.name));
+            }
+            Err(e) => results.push((a.index, Err(e))),
+        }
+    }
+    let first = run_pass(scenario, drivers, share);
+    let mut again = Vec::new();
+    let mut again_slots = Vec::new();
+    for ((index, name), outcome) in owners.into_iter().zip(first) {
+        let outcome = outcome.and_then(|o| {
+            if let Some(d) = second_pass(scenario, name, &o)? {
+                again.push(d);
+                again_slots.push(results.len());
+            }
+            Ok(o.report)
+        });
+        results.push((index, outcome));
+    }
+    let second = run_pass(scenario, again, Share::Alone);
+    for (slot, outcome) in again_slots.into_iter().zip(second) {
+        let result = &mut results[slot].1;
+        match (outcome, result.as_mut()) {
+            (Ok(o), Ok(report)) => report.window_counts = o.report.window_counts,
+            (Err(e), _) => *result = Err(e),
+            (Ok(_), Err(_)) => {}
+        }
+    }
+    results
+}
+
+/// The silent driver that redraws the worst key's window count, if the first pass drew
+/// another key's.
+fn second_pass<'a>(
+    scenario: &'a Scenario,
+    name: &str,
+    first: &Outcome,
+) -> Result<Option<Box<dyn Drive + 'a>>, SimError> {
+    let Some(worst) = first.worst else {
+        return Ok(None);
+    };
+    if first.tracked_max >= first.report.metrics.max_in_window {
+        return Ok(None);
+    }
+    let job = Job {
+        scenario,
+        sink: None,
+        progress: None,
+        track: Some(worst),
+    };
+    driver(name, job).map(Some)
+}
+
+/// Generates the stream once and feeds it, chunk by chunk, to every driver.
+fn run_pass<'a>(
+    scenario: &'a Scenario,
+    mut drivers: Vec<Box<dyn Drive + 'a>>,
+    share: Share,
+) -> Vec<Result<Outcome, SimError>> {
+    if drivers.is_empty() {
+        return Vec::new();
+    }
+    match feed_all(scenario, &mut drivers, share) {
+        Ok(stream) => drivers
+            .into_iter()
+            .map(|d| d.finish(stream.keys()))
+            .collect(),
+        Err(e) => drivers
+            .iter()
+            .map(|_| Err(SimError::Scenario(e.clone())))
+            .collect(),
+    }
+}
+
+fn feed_all(
+    scenario: &Scenario,
+    drivers: &mut [Box<dyn Drive + '_>],
+    share: Share,
+) -> Result<ArrivalStream, ScenarioError> {
+    let mut stream = ArrivalStream::new(scenario)?;
+    let mut reference = ReferenceFeed::new(scenario, drivers, share, CHUNK);
+    let log_driver = reference.log_driver;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    loop {
+        next_chunk(&mut stream, &mut chunk)?;
+        if chunk.is_empty() {
+            return Ok(stream);
+        }
+        let log = reference.decide(&chunk, drivers, stream.keys());
+        for (i, d) in drivers.iter_mut().enumerate() {
+            if Some(i) != log_driver {
+                d.feed(&chunk, log, stream.keys(), None);
+            }
+        }
+    }
+}
+
+/// Refills `chunk` with up to [`CHUNK`] arrivals; empty at the end of the stream.
+fn next_chunk(
+    stream: &mut ArrivalStream,
+    chunk: &mut Vec<(u64, Arrival)>,
+) -> Result<(), ScenarioError> {
+    chunk.clear();
+    while chunk.len() < CHUNK {
+        match stream.next_arrival()? {
+            Some(arrival) => chunk.push(arrival),
+            None => break,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! The discrete-event engine: feeds each algorithm its stream through the library's
+//! own [`RateLimiter`](crate::RateLimiter) on a [`FakeClock`](crate::FakeClock), and
+//! measures what it decides.
+//!
+//! The engine owns event order and client behaviour; it never decides a request
+//! itself (the limiter does) and never writes files (sinks do).
+//!
+//! ## How a run works
+//! - Algorithms are dealt round-robin to the worker threads. A thread generates the
+//!   arrival stream from the seed once, a chunk at a time, and feeds each chunk to
+//!   every algorithm it owns in turn: every algorithm sees the identical stream, the
+//!   stream is never held in memory whole, and a thread's results do not depend on
+//!   which other algorithms share it, so a threaded run equals a sequential one.
+//! - Open clients: the sliding log (the exact reference) decides each chunk once, and
+//!   every other algorithm counts `false_allow` / `false_deny` against it. When the
+//!   log is one of the algorithms run, its own decisions are the reference, and the
+//!   thread running it sends them to the other threads chunk by chunk.
+//! - Retry clients: a denied request is queued at `now + retry_after + U[0, jitter]`.
+//!   Retries due at the same instant as a new arrival go first (they were scheduled
+//!   earlier); retries at the same instant keep FIFO order (an insertion counter, as in
+//!   nexosim's queue). A retry that would fall at or after `duration` is `unfinished`.
+//! - Every denial is judged: the key's state is asked, at later instants, whether the
+//!   request would pass (`Algorithm::would_pass`, nothing consumed), to find the exact
+//!   earliest instant and judge `retry_after` against it. This assumes passing is
+//!   monotone in time when nothing else happens, which holds for all six built-in
+//!   algorithms. The instant found is remembered per key until the key's next
+//!   admission (see `probe::Probes`).
+//! - The engine owns its limiters, so it decides through their lock-free `&mut` path;
+//!   the trailing-window counts are updated after each chunk, in order.
+//! - A janitor sweep (every `max(W, duration / 1000)`) evicts idle keys, as a real
+//!   deployment would, and samples `peak_keys` and per-key state size.
+//!
+//! ## Where each concept lives
+//! - `threads`: dealing algorithms into groups, one worker thread per group, and the
+//!   channels that share the reference between them.
+//! - `group`: one group in lockstep over the chunked stream, and the second pass.
+//! - `reference`: the exact reference and where a group gets its decisions.
+//! - `compare`: one algorithm's decisions counted against the reference's.
+//! - `dispatch`: algorithm names to monomorphised drivers (the one place).
+//! - `driver`: one algorithm's run, the per-arrival step.
+//! - `attempt`: one request attempt and the limiter's answer, passed between these.
+//! - `queue` and `retry`: the event queue and the retry clients.
+//! - `probe`: the earliest passing instant of each denial, and the advice judged.
+//! - `janitor`: the periodic idle-key sweep and memory samples.
+//! - `record`: counters, window counts, timeline and decision rows.
+//! - `progress`: progress units, shared across threads.
+
+mod attempt;
+mod compare;
+mod dispatch;
+mod driver;
+mod group;
+mod janitor;
+mod probe;
+mod progress;
+mod queue;
+mod record;
+mod reference;
+mod retry;
+mod threads;
+
+pub use progress::PROGRESS_STEPS;
+
+use progress::Progress;
+
+use super::{DecisionSink, RuleReport, RunReport, Scenario, SimError};
+
+/// How to run. [`RunOptions::default()`] is the one source of the defaults; the CLI
+/// reads its own from here.
+#[derive(Clone, Copy)]
+pub struct RunOptions<'a> {
+    /// Worker threads; algorithms are spread over them. 0 or 1 runs sequentially.
+    /// Results do not depend on this. Default: the machine's available parallelism
+    /// ([`std::thread::available_parallelism`]), or 1 when it cannot be known.
+    pub threads: usize,
+    /// Called now and then with `(done, total)` progress units: each algorithm
+    /// contributes [`PROGRESS_STEPS`] units as its simulated time advances. Called from
+    /// worker threads; `done` only grows and reaches `total` when the run ends.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+impl Default for RunOptions<'_> {
+    /// One thread per available core, no progress reports.
+    fn default() -> Self {
+        RunOptions {
+            threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("threads", &self.threads)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Runs every algorithm of `scenario`. `sinks` is called once per algorithm, in order,
+/// before any simulation starts (so a bad output path fails early); each algorithm's
+/// decisions go to its own sink, in decision order.
+pub fn run(
+    scenario: &Scenario,
+    options: &RunOptions<'_>,
+    sinks: &mut dyn FnMut(&str) -> std::io::Result<Box<dyn DecisionSink>>,
+) -> Result<RunReport, SimError> {
+    if scenario.algorithms.is_empty() {
+        return Err(SimError::NoAlgorithms);
+    }
+    let threads = options.threads.clamp(1, scenario.algorithms.len());
+    let groups = threads::deal(scenario, threads, sinks)?;
+    let progress = Progress::new(scenario.algorithms.len(), options.progress);
+    let algorithms = threads::run_groups(scenario, groups, &progress)?;
+    Ok(RunReport {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        seed: scenario.seed,
+        duration: scenario.duration,
+        rule: RuleReport::from(&scenario.rule),
+        extra_limits: scenario.extra_limits.iter().map(RuleReport::from).collect(),
+        client: scenario.client.name().to_string(),
+        algorithms,
+    })
+}

@@ -1,0 +1,91 @@
+//! The event queue of retry clients: request attempts ordered by time, same-instant
+//! attempts in the order they were queued (an insertion counter, as in nexosim's
+//! queue), so a run is deterministic by construction.
+//!
+//! It only orders events; it never decides one nor knows what a retry is.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use super::attempt::Event;
+use crate::time::Nanos;
+
+/// A min-heap on `(time, insertion order)`: same-instant events leave in FIFO order.
+#[derive(Default)]
+pub(super) struct EventQueue {
+    heap: BinaryHeap<Reverse<Queued>>,
+    inserted: u64,
+}
+
+struct Queued {
+    order: u64,
+    event: Event,
+}
+
+impl Queued {
+    fn key(&self) -> (Nanos, u64) {
+        (self.event.time, self.order)
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl EventQueue {
+    pub(super) fn push(&mut self, event: Event) {
+        self.heap.push(Reverse(Queued {
+            order: self.inserted,
+            event,
+        }));
+        self.inserted += 1;
+    }
+
+    /// The earliest event, if it is due at or before `time`.
+    #[inline]
+    pub(super) fn pop_due(&mut self, time: Nanos) -> Option<Event> {
+        if self.heap.peek()?.0.event.time > time {
+            return None;
+        }
+        self.heap.pop().map(|Reverse(q)| q.event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_queue_is_fifo_among_equal_instants() {
+        let mut q = EventQueue::default();
+        let at = |time: u64, seq: u64| Event {
+            time: Nanos::new(time),
+            seq,
+            key: 0,
+            cost: 1,
+            attempt: 1,
+            first: Nanos::ZERO,
+        };
+        for (t, s) in [(5, 0), (3, 1), (5, 2), (3, 3)] {
+            q.push(at(t, s));
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop_due(Nanos::MAX))
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(order, [1, 3, 0, 2]);
+        assert!(q.pop_due(Nanos::ZERO).is_none());
+    }
+}

@@ -1,0 +1,181 @@
+//! What one algorithm's run records: the decision counters, the trailing-window counts
+//! (and the thinned series of one key's count), the timeline, and the decision rows
+//! sent to the sink.
+//!
+//! Recording only observes decisions already taken; it never decides one.
+
+use super::attempt::{Answer, Event};
+use crate::sim::metrics::{BucketCursor, SeriesThinner, WindowTracker};
+use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, Scenario};
+use crate::sim::{SimError, Timeline};
+use crate::time::Nanos;
+
+/// The counters, window counts and timeline of one algorithm's run.
+pub(super) struct Recording {
+    /// The counters; the other metrics are filled in when the run ends.
+    pub(super) m: Metrics,
+    tracker: WindowTracker,
+    series: SeriesThinner,
+    /// `(key, instant, cost)` of each admission not yet counted by `tracker`.
+    admitted: Vec<(u32, Nanos, u64)>,
+    timeline: Timeline,
+    timeline_cursor: BucketCursor,
+}
+
+/// A run's measurements once it is over, and what decides whether a second pass must
+/// redraw the worst key's window count.
+pub(super) struct Outcome {
+    pub(super) report: AlgorithmReport,
+    pub(super) worst: Option<u32>,
+    pub(super) tracked_max: u64,
+}
+
+impl Recording {
+    /// `track`: the key whose window count to draw; `None` = the first key admitted.
+    pub(super) fn new(sc: &Scenario, name: &str, track: Option<u32>) -> Recording {
+        let rule = sc.rule;
+        let timeline = Timeline::new(sc.duration);
+        let mut tracker = WindowTracker::new(rule.window(), rule.max_requests());
+        if let Some(key) = track {
+            tracker.track(key);
+        }
+        Recording {
+            m: Metrics {
+                algorithm: name.to_string(),
+                ..Metrics::default()
+            },
+            tracker,
+            series: SeriesThinner::new(sc.duration),
+            admitted: Vec::new(),
+            timeline_cursor: BucketCursor::new(timeline.bucket),
+            timeline,
+        }
+    }
+
+    /// Counts one decided attempt.
+    #[inline]
+    pub(super) fn attempt(&mut self, event: &Event, allowed: bool) {
+        let m = &mut self.m;
+        m.attempts += 1;
+        if event.attempt == 0 {
+            m.requests += 1;
+        }
+        let bucket = self.timeline_cursor.index(event.time);
+        self.timeline.record_in(bucket, allowed);
+        if allowed {
+            m.allowed += 1;
+            self.admitted.push((event.key, event.time, event.cost));
+        } else {
+            m.denied += 1;
+        }
+    }
+
+    /// Counts the admissions of the last chunk in the trailing windows, in order. Done
+    /// after the chunk rather than at each decision: the tracker only observes, and a
+    /// short loop of independent counter updates lets the processor overlap their
+    /// cache misses, which interleaved with decisions it could not.
+    pub(super) fn track_admitted(&mut self) {
+        for &(key, at, cost) in &self.admitted {
+            let series = &mut self.series;
+            self.tracker.admit(key, at, cost, |t, c| series.push(t, c));
+        }
+        self.admitted.clear();
+    }
+
+    /// The run is over: the window metrics, the series and the timeline.
+    pub(super) fn finish(self, sc: &Scenario, name: String, keys: &KeyTable) -> Outcome {
+        let Recording {
+            mut m,
+            mut tracker,
+            mut series,
+            timeline,
+            ..
+        } = self;
+        tracker.finish(sc.duration, |t, c| series.push(t, c));
+        m.max_in_window = tracker.max;
+        // The worst key is the one whose series `window_counts` shows: the tracked key
+        // when it ties with the first key to reach the maximum (no second pass then),
+        // otherwise that first key (the second pass redraws the series for it).
+        let shown = match tracker.tracked {
+            Some(k) if tracker.tracked_max == tracker.max && tracker.max > 0 => Some(k),
+            _ => tracker.worst_key,
+        };
+        m.worst_key = shown.map(|k| keys.name(k).to_string());
+        m.over_admission = tracker.max as f64 / sc.rule.max_requests() as f64;
+        m.excess = tracker.excess;
+        m.allow_rate = (m.attempts > 0).then(|| m.allowed as f64 / m.attempts as f64);
+        Outcome {
+            report: AlgorithmReport {
+                name,
+                metrics: m,
+                window_counts: series.finish(),
+                timeline,
+            },
+            worst: tracker.worst_key,
+            tracked_max: tracker.tracked_max,
+        }
+    }
+}
+
+/// The decision rows of one algorithm's run, on their way to its sink.
+pub(super) struct DecisionLog {
+    /// The algorithm's name, as rows and errors show it.
+    pub(super) name: String,
+    /// `None` for the silent second pass.
+    sink: Option<Box<dyn DecisionSink>>,
+    /// The sink wants each decision's row.
+    rows: bool,
+}
+
+impl DecisionLog {
+    pub(super) fn new(name: String, sink: Option<Box<dyn DecisionSink>>) -> DecisionLog {
+        DecisionLog {
+            name,
+            rows: sink.as_ref().is_some_and(|s| s.wants_rows()),
+            sink,
+        }
+    }
+
+    /// Sends the row of one decision, if the sink wants rows.
+    #[inline]
+    pub(super) fn record(
+        &mut self,
+        event: &Event,
+        answer: &Answer,
+        keys: &KeyTable,
+    ) -> Result<(), SimError> {
+        if !self.rows {
+            return Ok(());
+        }
+        let Some(sink) = self.sink.as_mut() else {
+            return Ok(());
+        };
+        let row = DecisionRow {
+            algorithm: &self.name,
+            seq: event.seq,
+            attempt: event.attempt,
+            time: event.time,
+            key: keys.name(event.key),
+            cost: event.cost,
+            allowed: answer.allowed,
+            remaining: answer.remaining,
+            retry_after: answer.fits.then_some(answer.retry_after),
+        };
+        sink.record(&row).map_err(|source| self.error(source))
+    }
+
+    /// Flushes the sink, so a failed write is an error rather than lost on drop.
+    pub(super) fn finish(&mut self) -> Result<(), SimError> {
+        match self.sink.as_mut() {
+            Some(sink) => sink.finish().map_err(|source| self.error(source)),
+            None => Ok(()),
+        }
+    }
+
+    fn error(&self, source: std::io::Error) -> SimError {
+        SimError::Sink {
+            algorithm: self.name.clone(),
+            source,
+        }
+    }
+}

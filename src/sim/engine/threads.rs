@@ -1,0 +1,113 @@
+//! Threading: algorithms are dealt round-robin into groups, one group per worker
+//! thread, and the groups' results are put back in the scenario's order.
+//!
+//! Each group is independent and its results are keyed by algorithm index, so the
+//! grouping (and the thread count) cannot affect the report. Threads share only the
+//! progress counter and the reference's decisions, whose channels are laid here;
+//! nothing here decides or measures a request.
+
+use std::sync::mpsc::sync_channel;
+
+use super::compare::REFERENCE;
+use super::group::{Assigned, Finished, run_group};
+use super::progress::Progress;
+use super::reference::Share;
+use crate::sim::{AlgorithmReport, ClientModel, DecisionSink, Scenario, SimError};
+
+/// Deals the scenario's algorithms round-robin into `threads` groups, opening each
+/// one's sink, in order, before any simulation starts (so a bad output path fails
+/// early).
+pub(super) fn deal<'a>(
+    scenario: &'a Scenario,
+    threads: usize,
+    sinks: &mut dyn FnMut(&str) -> std::io::Result<Box<dyn DecisionSink>>,
+) -> Result<Vec<Vec<Assigned<'a>>>, SimError> {
+    let mut groups: Vec<Vec<Assigned<'_>>> = (0..threads).map(|_| Vec::new()).collect();
+    for (index, name) in scenario.algorithms.iter().enumerate() {
+        let sink = sinks(name).map_err(|source| SimError::Sink {
+            algorithm: name.clone(),
+            source,
+        })?;
+        groups[index % threads].push(Assigned {
+            index,
+            name: name.as_str(),
+            sink,
+        });
+    }
+    Ok(groups)
+}
+
+/// Runs every group, on the calling thread when there is one group and on a scoped
+/// thread each otherwise; the reports come back in the scenario's order, or the first
+/// algorithm's (in that order) error.
+pub(super) fn run_groups<'a>(
+    scenario: &'a Scenario,
+    groups: Vec<Vec<Assigned<'a>>>,
+    progress: &'a Progress<'a>,
+) -> Result<Vec<AlgorithmReport>, SimError> {
+    let shared = share_reference(scenario, &groups);
+    let finished: Vec<Vec<Finished>> = if groups.len() == 1 {
+        groups
+            .into_iter()
+            .zip(shared)
+            .map(|(g, share)| run_group(scenario, g, progress, share))
+            .collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = groups
+                .into_iter()
+                .zip(shared)
+                .map(|(g, share)| s.spawn(move || run_group(scenario, g, progress, share)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    in_scenario_order(scenario, finished)
+}
+
+/// With open clients and several groups, the sliding log's decisions are computed once,
+/// by the group that runs the log as an algorithm, and sent to the others chunk by
+/// chunk, instead of every other group running its own copy of the log. The stream and
+/// the log are deterministic, so this changes no result.
+fn share_reference(scenario: &Scenario, groups: &[Vec<Assigned<'_>>]) -> Vec<Share> {
+    let mut shares: Vec<Share> = groups.iter().map(|_| Share::Alone).collect();
+    let owner = groups
+        .iter()
+        .position(|g| g.iter().any(|a| a.name == REFERENCE));
+    let (Some(owner), ClientModel::Open) = (owner, scenario.client) else {
+        return shares;
+    };
+    let mut senders = Vec::new();
+    for (i, share) in shares.iter_mut().enumerate() {
+        if i != owner {
+            // A few chunks of slack so the two threads rarely wait for each other.
+            let (tx, rx) = sync_channel(16);
+            senders.push(tx);
+            *share = Share::Receive(rx);
+        }
+    }
+    shares[owner] = Share::Send(senders);
+    shares
+}
+
+fn in_scenario_order(
+    scenario: &Scenario,
+    finished: Vec<Vec<Finished>>,
+) -> Result<Vec<AlgorithmReport>, SimError> {
+    let mut results: Vec<Option<Result<AlgorithmReport, SimError>>> =
+        scenario.algorithms.iter().map(|_| None).collect();
+    for (index, result) in finished.into_iter().flatten() {
+        results[index] = Some(result);
+    }
+    let mut algorithms = Vec::new();
+    for (slot, name) in results.into_iter().zip(&scenario.algorithms) {
+        match slot {
+            Some(result) => algorithms.push(result?),
+            None => unreachable!("every algorithm belongs to exactly one group: {name}"),
+        }
+    }
+    Ok(algorithms)
+}
