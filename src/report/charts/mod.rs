@@ -8,6 +8,21 @@
 //! charts must not compute metrics, read system fonts, or panic on odd input: empty
 //! series, single points, zero durations, NaN ratios and huge counts all render
 //! something sensible.
+//!
+//! # Thinning happens once, in the simulator
+//!
+//! A run can make tens of millions of decisions, so its series are bounded where they
+//! are recorded: `sim`'s `Timeline` counts decisions into at most `TIMELINE_BUCKETS`
+//! buckets, and its `SeriesThinner` keeps the worst key's window count to at most
+//! `WINDOW_SAMPLES` points (each bucket's first, lowest, highest and last, so no peak
+//! is lost). That is the only place that can thin: it is where memory is at stake (the
+//! full series never exists), and `window_counts.csv` is written from its output, so
+//! the CSV is bounded by the same rule. The charts draw what they are given, point for
+//! point. Before, the window chart decimated again (900 columns) and the timeline
+//! re-binned large point lanes (400 bins): a second, different rule on data that was
+//! already bounded, which made the picture disagree with the CSV beside it for no gain
+//! (20,000 points are cheap to draw). [`TimelineBinner`] remains for callers that hold
+//! raw decisions; the charts never apply it themselves.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -36,10 +51,6 @@ pub use window_counts::{WindowCountChart, WindowCountSeries, draw_window_counts}
 pub const CHART_WIDTH: u32 = 1200;
 /// Height of the window-count chart, and the minimum height of the lane charts.
 pub const CHART_HEIGHT: u32 = 700;
-/// Above this many points in one timeline lane, points are binned into counts.
-pub const MAX_TIMELINE_POINTS: usize = 20_000;
-/// Number of bins used when a timeline lane is binned automatically.
-pub const TIMELINE_BINS: usize = 400;
 /// At most this many window boundaries are drawn; denser ones would be a grey smear.
 pub const MAX_BOUNDARY_LINES: usize = 240;
 

@@ -1,7 +1,9 @@
 //! The timeline chart: one lane per algorithm, admitted decisions above the lane's
 //! middle in green, denied below in red, as ticks or as pre-counted bars.
 //!
-//! It must not compute metrics.
+//! It draws exactly the marks it is given: it never bins or drops points itself (the
+//! simulator's `Timeline` is the one place a run's decisions are bucketed; see
+//! [`super`]). It must not compute metrics.
 
 use std::iter;
 
@@ -10,6 +12,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::CHART_WIDTH;
 use super::DrawResult;
 use super::frame::{
     AXIS_TITLE_SIZE, LEGEND_SIZE, LegendMark, TICK_SIZE, axis_end, boundaries, display_name,
@@ -17,7 +20,6 @@ use super::frame::{
     label_area_width, lane_base,
 };
 use super::palette::{ALLOWED_GREEN, BOUNDARY_GREY, DENIED_RED, LANE_GREY, LANE_SHADE};
-use super::{CHART_WIDTH, MAX_TIMELINE_POINTS, TIMELINE_BINS};
 
 /// One decision on the timeline.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,7 +46,9 @@ pub struct TimelineBucket {
 /// What one timeline lane shows.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TimelineMarks {
-    /// Every decision as a tick (more than [`MAX_TIMELINE_POINTS`] are binned).
+    /// Every decision as a tick, all of them: the chart does not bin points. A caller
+    /// with too many to draw one by one counts them first (the simulator's `Timeline`,
+    /// or [`TimelineBinner`]) and passes [`TimelineMarks::Buckets`].
     Points(Vec<TimelinePoint>),
     /// Pre-counted buckets (bars whose height is the count); see [`TimelineBinner`].
     Buckets(Vec<TimelineBucket>),
@@ -75,7 +79,10 @@ pub struct TimelineChart {
 
 /// Counts decisions into fixed-width buckets as they stream by, so a timeline of a
 /// huge stream of decisions needs `O(bins)` memory instead of one entry per decision.
-
+///
+/// A tool for callers that hold raw decisions in seconds (tests, embedders); the chart
+/// never applies it on its own, and `ratesim run` does not use it (its decisions are
+/// already bucketed by the simulator).
 #[derive(Clone, Debug)]
 pub struct TimelineBinner {
     duration_s: f64,
@@ -166,16 +173,7 @@ pub fn draw_timeline<DB: DrawingBackend>(
     for (i, lane) in input.lanes.iter().enumerate() {
         let y = lane_base(i, names.len());
         match &lane.marks {
-            TimelineMarks::Points(points) if points.len() <= MAX_TIMELINE_POINTS => {
-                draw_lane_ticks(&mut chart, points, y, end)?
-            }
-            TimelineMarks::Points(points) => {
-                let mut binner = TimelineBinner::new(end, TIMELINE_BINS);
-                for p in points {
-                    binner.record(p.time_s, p.allowed);
-                }
-                draw_lane_buckets(&mut chart, &binner.into_buckets(), y, end)?
-            }
+            TimelineMarks::Points(points) => draw_lane_ticks(&mut chart, points, y, end)?,
             TimelineMarks::Buckets(buckets) => draw_lane_buckets(&mut chart, buckets, y, end)?,
         }
     }
@@ -213,9 +211,6 @@ fn draw_header<DB: DrawingBackend>(
     }
     let bar_width = input.lanes.iter().find_map(|lane| match &lane.marks {
         TimelineMarks::Buckets(b) => b.first().map(|b| b.end_s - b.start_s),
-        TimelineMarks::Points(p) if p.len() > MAX_TIMELINE_POINTS => {
-            Some(end / TIMELINE_BINS as f64)
-        }
         TimelineMarks::Points(_) => None,
     });
     let legend_x = if bar_width.is_some() { 120 } else { 320 };

@@ -1,7 +1,9 @@
 //! The window-count chart: for each algorithm, a panel with the worst key's
 //! trailing-window admitted count as a step line against the dashed limit.
 //!
-//! It must not compute metrics.
+//! It draws every point it is given: the series arrives already thinned by the
+//! simulator (see [`super`] for why that is the one place), and drawing it as-is keeps
+//! the picture identical to `window_counts.csv`. It must not compute metrics.
 
 use std::iter;
 
@@ -25,7 +27,8 @@ pub struct WindowCountSeries {
     /// The legend label (the algorithm name).
     pub algorithm: String,
     /// `(time_s, count)` at each change; the count holds until the next point and is
-    /// 0 before the first. Need not be sorted; NaN times are skipped.
+    /// 0 before the first. Need not be sorted; NaN times are skipped. Every point is
+    /// drawn: the chart does not thin.
     pub points: Vec<(f64, u64)>,
 }
 
@@ -63,17 +66,13 @@ pub fn draw_window_counts<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
 ) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let mut series: Vec<Vec<(f64, u64)>> = input.series.iter().map(sorted_points).collect();
+    let series: Vec<Vec<(f64, u64)>> = input.series.iter().map(sorted_points).collect();
     let data_max = series
         .iter()
         .filter_map(|p| p.last().map(|p| p.0))
         .fold(0.0_f64, f64::max);
-    let end = axis_end(input.duration_s, data_max);
-    for points in &mut series {
-        *points = decimate(points, 0.0, end, 900);
-    }
     let axes = Axes {
-        end,
+        end: axis_end(input.duration_s, data_max),
         y_end: y_axis_end(&series, input.limit),
         limit: input.limit,
         window_s: input.window_s,
@@ -217,39 +216,6 @@ fn draw_peak<DB: DrawingBackend>(
     })
 }
 
-/// Keeps at most the first, the highest, the lowest and the last point of each of
-/// `columns` time slices, so spikes survive and drawing stays bounded.
-fn decimate(points: &[(f64, u64)], start: f64, end: f64, columns: usize) -> Vec<(f64, u64)> {
-    if points.len() <= columns * 4 {
-        return points.to_vec();
-    }
-    let span = (end - start).max(f64::MIN_POSITIVE);
-    let mut out = Vec::with_capacity(columns * 4);
-    let mut i = 0;
-    while i < points.len() {
-        let column = (((points[i].0 - start) / span) * columns as f64).floor();
-        let mut j = i;
-        while j < points.len()
-            && (((points[j].0 - start) / span) * columns as f64).floor() == column
-        {
-            j += 1;
-        }
-        let slice = &points[i..j];
-        let mut keep = vec![0, slice.len() - 1];
-        if let Some((k, _)) = slice.iter().enumerate().max_by_key(|(_, p)| p.1) {
-            keep.push(k);
-        }
-        if let Some((k, _)) = slice.iter().enumerate().min_by_key(|(_, p)| p.1) {
-            keep.push(k);
-        }
-        keep.sort_unstable();
-        keep.dedup();
-        out.extend(keep.into_iter().map(|k| slice[k]));
-        i = j;
-    }
-    out
-}
-
 /// A step path over sorted points: each count holds until the next point; 0 before the
 /// first point; points past `end` are dropped.
 fn step_path(points: &[(f64, u64)], end: f64) -> Vec<(f64, f64)> {
@@ -270,15 +236,6 @@ fn step_path(points: &[(f64, u64)], end: f64) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decimation_keeps_the_spike() {
-        let mut points: Vec<(f64, u64)> = (0..100_000).map(|i| (i as f64 / 1000.0, 5)).collect();
-        points[54_321].1 = 10;
-        let kept = decimate(&points, 0.0, 100.0, 900);
-        assert!(kept.len() <= 900 * 4 + 4, "{}", kept.len());
-        assert!(kept.contains(&(54.321, 10)));
-    }
 
     #[test]
     fn step_path_holds_each_count_until_the_next_point() {
