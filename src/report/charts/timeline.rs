@@ -46,9 +46,11 @@ pub struct TimelineBucket {
 /// What one timeline lane shows.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TimelineMarks {
-    /// Every decision as a tick, all of them: the chart does not bin points. A caller
-    /// with too many to draw one by one counts them first (the simulator's `Timeline`,
-    /// or [`TimelineBinner`]) and passes [`TimelineMarks::Buckets`].
+    /// Every decision as a tick, all of them: the chart does not bin points. Past a
+    /// few thousand per lane the ticks merge into a solid band that shows when there
+    /// were decisions but not how many, so a caller with that many counts them first
+    /// (the simulator's `Timeline`, or [`TimelineBinner`]) and passes
+    /// [`TimelineMarks::Buckets`], as `ratesim run` does above 5,000 decisions.
     Points(Vec<TimelinePoint>),
     /// Pre-counted buckets (bars whose height is the count); see [`TimelineBinner`].
     Buckets(Vec<TimelineBucket>),
