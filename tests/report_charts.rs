@@ -238,6 +238,46 @@ fn the_window_chart_gives_each_algorithm_its_own_panel() {
     }
 }
 
+/// The chart draws every point it is given (the simulator is the one place a series
+/// is thinned), so a one-point spike in a long series reaches its full height.
+#[test]
+fn a_one_point_spike_in_a_long_series_is_drawn_at_its_height() {
+    let chart = |spike: bool| {
+        let mut points: Vec<(f64, u64)> = (0..100_000).map(|i| (i as f64 / 1000.0, 5)).collect();
+        if spike {
+            points[54_321].1 = 10;
+        }
+        WindowCountChart {
+            title: "spike".into(),
+            duration_s: 100.0,
+            window_s: None,
+            // The limit fixes the y axis, so both charts share it.
+            limit: 10,
+            series: vec![WindowCountSeries {
+                algorithm: "fixed_window".into(),
+                points,
+            }],
+        }
+    };
+    let colour = rgb(algorithm_color("fixed_window", 0));
+    let top_row = |image: &RgbImage| {
+        let width = image.width as usize;
+        image
+            .pixels
+            .chunks_exact(3)
+            .position(|p| (p[0], p[1], p[2]) == colour)
+            .map(|i| i / width)
+            .unwrap()
+    };
+    let flat = top_row(&render_window_counts_rgb(&chart(false)).unwrap());
+    let spiked = top_row(&render_window_counts_rgb(&chart(true)).unwrap());
+    // 5 of the axis's 13 units are about 200 px of the 570 px panel.
+    assert!(
+        spiked + 150 < flat,
+        "the spike's top row {spiked} should be far above the flat line's {flat}"
+    );
+}
+
 #[test]
 fn the_over_admission_chart_marks_only_over_limit_bars_in_the_warning_colour() {
     let f = burst_fixture();

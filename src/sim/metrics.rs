@@ -10,6 +10,10 @@ use serde::Serialize;
 
 use crate::time::Nanos;
 
+mod series;
+
+pub(crate) use series::SeriesThinner;
+
 /// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row.
 ///
 /// Counts are requests (attempts), not cost units, except `max_in_window`, which is
@@ -93,6 +97,9 @@ pub struct WindowSample {
 
 /// Allowed and denied attempts per time bucket: enough to draw a timeline.
 /// Bucket `i` covers `[i·bucket, (i+1)·bucket)`.
+///
+/// The only bucketing a run's decisions get: the timeline chart draws these buckets
+/// (or one tick per non-empty bucket, for small runs) and does not re-bin them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Timeline {
     /// Bucket width.
@@ -106,7 +113,8 @@ pub struct Timeline {
 
 /// At most this many timeline buckets.
 pub const TIMELINE_BUCKETS: u64 = 2_000;
-/// At most this many window-count samples (two per bucket: the low and the peak).
+/// At most this many window-count samples: each bucket's first, low, peak and last
+/// point once a series is too long to keep whole (see `metrics/series.rs`).
 pub const WINDOW_SAMPLES: u64 = 20_000;
 
 impl Timeline {
@@ -298,107 +306,6 @@ impl WindowTracker {
     }
 }
 
-/// Keeps a step function to at most [`WINDOW_SAMPLES`] points. Every point is kept
-/// while they fit; past that, each time bucket keeps its first, lowest, highest and
-/// last point: the extremes so no peak (or dip) is lost, and the last so the value that
-/// holds until the next bucket is drawn correctly.
-#[derive(Debug)]
-pub(crate) struct SeriesThinner {
-    bucket: BucketCursor,
-    /// Every point, until there are too many; then empty.
-    raw: Vec<WindowSample>,
-    thinning: bool,
-    /// Per bucket: first, low, high, last, each with its push order for sorting.
-    points: Vec<Option<[(u64, WindowSample); 4]>>,
-    pushed: u64,
-    /// The latest point, held back until the instant moves on: the count at an instant
-    /// is the count after everything that happened at it, so a later change at the
-    /// same instant replaces it (in both modes).
-    pending: Option<WindowSample>,
-}
-
-impl SeriesThinner {
-    pub(crate) fn new(duration: Nanos) -> SeriesThinner {
-        let buckets = WINDOW_SAMPLES / 4;
-        let bucket = duration.as_u64().div_ceil(buckets).max(1);
-        SeriesThinner {
-            bucket: BucketCursor::new(Nanos::new(bucket)),
-            raw: Vec::new(),
-            thinning: false,
-            points: vec![None; duration.as_u64().div_ceil(bucket) as usize],
-            pushed: 0,
-            pending: None,
-        }
-    }
-
-    pub(crate) fn push(&mut self, time: Nanos, count: u64) {
-        match self.pending.as_mut() {
-            Some(p) if p.time == time => p.count = count,
-            _ => {
-                if let Some(done) = self.pending.replace(WindowSample { time, count }) {
-                    self.keep(done);
-                }
-            }
-        }
-    }
-
-    /// Keeps the final point of one instant.
-    fn keep(&mut self, WindowSample { time, count }: WindowSample) {
-        if !self.thinning {
-            if (self.raw.len() as u64) < WINDOW_SAMPLES {
-                self.raw.push(WindowSample { time, count });
-                return;
-            }
-            self.thinning = true;
-            for s in std::mem::take(&mut self.raw) {
-                self.thin(s.time, s.count);
-            }
-        }
-        self.thin(time, count);
-    }
-
-    fn thin(&mut self, time: Nanos, count: u64) {
-        let sample = (self.pushed, WindowSample { time, count });
-        self.pushed += 1;
-        let Some(slot) = self.points.get_mut(self.bucket.index(time)) else {
-            return;
-        };
-        match slot {
-            None => *slot = Some([sample; 4]),
-            Some([_, low, high, last]) => {
-                if count < low.1.count {
-                    *low = sample;
-                }
-                if count > high.1.count {
-                    *high = sample;
-                }
-                *last = sample;
-            }
-        }
-    }
-
-    pub(crate) fn finish(mut self) -> Vec<WindowSample> {
-        if let Some(done) = self.pending.take() {
-            self.keep(done);
-        }
-        if !self.thinning {
-            return self.raw;
-        }
-        let mut out = Vec::new();
-        for mut kept in self.points.into_iter().flatten() {
-            kept.sort_by_key(|(order, _)| *order);
-            let mut previous = None;
-            for (order, sample) in kept {
-                if previous != Some(order) {
-                    out.push(sample);
-                    previous = Some(order);
-                }
-            }
-        }
-        out
-    }
-}
-
 /// A log-linear histogram of nanosecond latencies in bounded memory.
 ///
 /// Values below 128 ns are exact; above, each power of two is split into 64 buckets,
@@ -569,74 +476,5 @@ mod tests {
         assert_eq!(h.quantile(0.99), Some(99));
         assert_eq!(h.max(), Some(100));
         assert_eq!(LatencyHistogram::default().quantile(0.5), None);
-    }
-
-    #[test]
-    fn thinning_keeps_the_peak_of_every_bucket() {
-        let mut t = SeriesThinner::new(Nanos::new(1_000_000));
-        for i in 0..1_000_000u64 {
-            t.push(Nanos::new(i), i % 997);
-        }
-        let out = t.finish();
-        assert!(out.len() as u64 <= WINDOW_SAMPLES, "{} samples", out.len());
-        assert_eq!(out.iter().map(|s| s.count).max(), Some(996));
-        assert!(out.windows(2).all(|p| p[0].time <= p[1].time), "time order");
-    }
-
-    #[test]
-    fn short_series_keep_every_instant() {
-        let mut t = SeriesThinner::new(Nanos::from_secs(60));
-        for i in 0..300 {
-            t.push(Nanos::new(i / 3), i); // three changes per instant
-        }
-        let expected: Vec<_> = (0..100)
-            .map(|i| WindowSample {
-                time: Nanos::new(i),
-                count: 3 * i + 2,
-            })
-            .collect();
-        assert_eq!(
-            t.finish(),
-            expected,
-            "one point per instant: its final value"
-        );
-    }
-
-    #[test]
-    fn thinning_keeps_the_value_each_bucket_ends_on() {
-        // Within one bucket the count drops from 5 to 0 and climbs back to 5; the
-        // step that holds afterwards is the final 5, not the dip.
-        let mut t = SeriesThinner::new(Nanos::from_secs(60));
-        for i in 0..WINDOW_SAMPLES {
-            t.push(Nanos::new(i), 1); // enough points to force thinning
-        }
-        let (a, b) = (Nanos::new(19_999_999_999), Nanos::from_secs(20));
-        t.push(a, 5);
-        t.push(b, 0);
-        for c in 1..=5 {
-            t.push(b + Nanos::new(c), c);
-        }
-        // Changes at one instant are one point: the count after all of them.
-        let c = Nanos::from_secs(21);
-        t.push(c, 1);
-        t.push(c, 4);
-        let out = t.finish();
-        assert_eq!(
-            out.last(),
-            Some(&WindowSample { time: c, count: 4 }),
-            "{out:?}"
-        );
-        assert!(
-            out.contains(&WindowSample {
-                time: b + Nanos::new(5),
-                count: 5
-            }),
-            "the value the bucket ends on: {out:?}"
-        );
-        assert!(
-            out.contains(&WindowSample { time: b, count: 0 }),
-            "the dip is kept too"
-        );
-        assert_eq!(out.iter().filter(|s| s.time == c).count(), 1, "{out:?}");
     }
 }
