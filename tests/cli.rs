@@ -183,7 +183,11 @@ fn decisions_csv_has_the_design_header_and_one_row_per_algorithm_and_attempt() {
         "remaining",
         "retry_after_s",
     ];
-    assert_eq!(&header[..8], design, "DESIGN §5 header first");
+    assert_eq!(
+        &header[..8],
+        design,
+        "the documented header first (docs/design.md §7)"
+    );
     let summary: Vec<serde_json::Value> =
         serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
     let mut per_algorithm: BTreeMap<String, u64> = BTreeMap::new();

@@ -2,7 +2,7 @@
 
 use assert_cmd::Command;
 
-/// A copy of `shared/seed/demo-output.txt`, what the seed's Python demo prints.
+/// What the seed's demo prints (the seed is described in docs/design.md).
 const SEED_DEMO: &str = include_str!("data/demo-output.txt");
 
 #[test]

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::output::{AtomicFile, OutputError};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
-/// The exact header of `decisions.csv` (DESIGN §5, plus the retry `attempt` column).
+/// The exact header of `decisions.csv` (docs/design.md §7, plus the retry `attempt` column).
 pub const DECISIONS_HEADER: [&str; 9] = [
     "algorithm",
     "seq",

@@ -1,7 +1,8 @@
-//! The measurements, exactly as DESIGN §4 defines them, and their serialisable forms.
+//! The measurements, exactly as docs/design.md §6 defines them, and their serialisable forms.
 //!
 //! Everything here observes decisions; nothing here makes one. The trailing-window
-//! count is exact (a per-key deque of admitted instants, not sampling); only the
+//! count is exact (one FIFO of the admissions still inside the window, with a running
+//! count per key; never sampled); only the
 //! retry-latency percentiles are bucketed, with a stated bound.
 
 use std::collections::VecDeque;
@@ -17,7 +18,7 @@ pub(crate) use series::SeriesThinner;
 /// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row.
 ///
 /// Counts are requests (attempts), not cost units, except `max_in_window`, which is
-/// by cost as DESIGN §4 defines it. Fields that do not apply to the client model are
+/// by cost as docs/design.md §6 defines it. Fields that do not apply to the client model are
 /// `None` (an empty CSV cell, `null` in JSON).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Metrics {
