@@ -76,7 +76,7 @@ fn run_one(requests: u64, keys: u64, threads: usize) {
     let sc = scenario(requests, keys);
     let options = RunOptions {
         threads,
-        progress: None,
+        ..RunOptions::default()
     };
     let cpu0 = cpu_seconds().unwrap_or(0.0);
     let start = Instant::now();

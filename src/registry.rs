@@ -143,7 +143,9 @@ impl Entry {
 
     /// The worst case in any window as a formula, when known.
     pub fn worst_case_formula(&self) -> Option<&str> {
-        self.worst_case.as_ref().map(|(formula, _)| formula.as_str())
+        self.worst_case
+            .as_ref()
+            .map(|(formula, _)| formula.as_str())
     }
 
     /// The worst case in any window of the rule's length, when known.

@@ -48,6 +48,11 @@ struct Fixture {
     bars: OverAdmissionChart,
 }
 
+/// The built-in `name`'s place in the registry, which picks its colour.
+fn slot(name: &str) -> usize {
+    Registry::builtin().position(name).unwrap()
+}
+
 fn burst_fixture() -> Fixture {
     let rule = Rule::new(LIMIT, Nanos::from_secs(WINDOW_S)).unwrap();
     let arrivals = burst_arrivals();
@@ -93,6 +98,7 @@ fn burst_fixture() -> Fixture {
         });
         series.push(WindowCountSeries {
             algorithm: name.to_string(),
+            color_slot: slot(name),
             points: counts,
         });
         bars.push((name.to_string(), max as f64 / LIMIT as f64));
@@ -205,8 +211,8 @@ fn the_timeline_shows_allowed_in_green_and_denied_in_red() {
 fn the_window_chart_draws_every_algorithm_in_its_colour() {
     let f = burst_fixture();
     let image = render_window_counts_rgb(&f.windows).unwrap();
-    for (i, name) in ALGORITHMS.iter().enumerate() {
-        let count = pixels_of(&image, rgb(algorithm_color(name, i)));
+    for name in ALGORITHMS {
+        let count = pixels_of(&image, rgb(algorithm_color(slot(name))));
         assert!(count > 100, "{name}: {count} pixels");
     }
 }
@@ -230,8 +236,7 @@ fn the_window_chart_gives_each_algorithm_its_own_panel() {
     };
     let bands: Vec<(usize, usize)> = ALGORITHMS
         .iter()
-        .enumerate()
-        .map(|(i, name)| rows_of(rgb(algorithm_color(name, i))))
+        .map(|name| rows_of(rgb(algorithm_color(slot(name)))))
         .collect();
     for pair in bands.windows(2) {
         assert!(pair[0].1 < pair[1].0, "bands overlap: {bands:?}");
@@ -255,11 +260,12 @@ fn a_one_point_spike_in_a_long_series_is_drawn_at_its_height() {
             limit: 10,
             series: vec![WindowCountSeries {
                 algorithm: "fixed_window".into(),
+                color_slot: slot("fixed_window"),
                 points,
             }],
         }
     };
-    let colour = rgb(algorithm_color("fixed_window", 0));
+    let colour = rgb(algorithm_color(slot("fixed_window")));
     let top_row = |image: &RgbImage| {
         let width = image.width as usize;
         image
@@ -353,6 +359,7 @@ fn degenerate_inputs_render_without_panicking() {
             limit: u64::MAX,
             series: vec![WindowCountSeries {
                 algorithm: "gcra".into(),
+                color_slot: slot("gcra"),
                 points: vec![(f64::NAN, 3), (5.0, u64::MAX), (f64::INFINITY, 1)],
             }],
         },
@@ -363,6 +370,7 @@ fn degenerate_inputs_render_without_panicking() {
             limit: 5,
             series: vec![WindowCountSeries {
                 algorithm: "fixed_window".into(),
+                color_slot: slot("fixed_window"),
                 points: vec![(0.0, 1)],
             }],
         },

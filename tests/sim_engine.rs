@@ -87,7 +87,8 @@ fn the_same_seed_gives_identical_results_and_another_seed_a_different_stream() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/zipf_keys.toml");
     let mut s = load(&path);
     s.duration = Nanos::from_secs(30);
-    s.set_algorithms(&["fixed_window", "gcra"]).unwrap();
+    s.set_algorithms(&["fixed_window", "gcra"], ratesim::Registry::builtin())
+        .unwrap();
     let (r1, rows1) = run_capturing(&s, 1);
     let (r2, rows2) = run_capturing(&s, 1);
     assert_eq!(r1, r2);

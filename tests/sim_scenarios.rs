@@ -27,7 +27,8 @@ fn every_bundled_scenario_validates_and_carries_a_description() {
 fn the_sliding_log_never_exceeds_the_limit_on_any_bundled_scenario() {
     for path in bundled() {
         let mut s = load(&path);
-        s.set_algorithms(&["sliding_window_log"]).unwrap();
+        s.set_algorithms(&["sliding_window_log"], ratesim::Registry::builtin())
+            .unwrap();
         let m = &run_quiet(&s).algorithms[0].metrics;
         assert!(m.allowed > 0, "{}: nothing was admitted", path.display());
         assert!(
@@ -44,7 +45,8 @@ fn the_sliding_log_never_exceeds_the_limit_on_any_bundled_scenario() {
 fn the_fixed_window_admits_exactly_twice_the_limit_on_burst_toml() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
     let mut s = load(&path);
-    s.set_algorithms(&["fixed_window"]).unwrap();
+    s.set_algorithms(&["fixed_window"], ratesim::Registry::builtin())
+        .unwrap();
     let report = run_quiet(&s);
     let fw = &report.algorithms[0];
     assert_eq!(fw.metrics.over_admission, 2.0, "{:?}", fw.metrics);
@@ -61,8 +63,11 @@ fn the_fixed_window_admits_exactly_twice_the_limit_on_burst_toml() {
 fn buckets_never_exceed_burst_plus_max_minus_one_over_max_on_any_bundled_scenario() {
     for path in bundled() {
         let mut s = load(&path);
-        s.set_algorithms(&["token_bucket", "leaky_bucket", "gcra"])
-            .unwrap();
+        s.set_algorithms(
+            &["token_bucket", "leaky_bucket", "gcra"],
+            ratesim::Registry::builtin(),
+        )
+        .unwrap();
         let (max, burst) = (s.rule.max_requests(), s.rule.burst());
         let bound = (burst + max - 1) as f64 / max as f64;
         for a in run_quiet(&s).algorithms {

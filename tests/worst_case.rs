@@ -78,7 +78,13 @@ fn random_search_alone_never_beats_the_bound() {
     for rule in rules() {
         for name in Registry::builtin().names() {
             for seed in 2..5 {
-                let case = search(Registry::builtin(), name, rule, SearchOptions { trials: 400, seed }).unwrap();
+                let case = search(
+                    Registry::builtin(),
+                    name,
+                    rule,
+                    SearchOptions { trials: 400, seed },
+                )
+                .unwrap();
                 assert!(
                     case.max_in_window <= analytic_bound(name, &rule).unwrap(),
                     "{name} {rule} seed {seed}"
@@ -117,7 +123,13 @@ fn the_winning_stream_replays_to_the_same_count() {
 #[test]
 fn the_replay_scenario_writes_durations_as_people_write_them_and_reads_back_exactly() {
     use ratesim::sim::{Scenario, worst_case::replay_scenario};
-    let case = search(Registry::builtin(), "fixed_window", rules()[1], SearchOptions::default()).unwrap();
+    let case = search(
+        Registry::builtin(),
+        "fixed_window",
+        rules()[1],
+        SearchOptions::default(),
+    )
+    .unwrap();
     let end = case.stream.last().unwrap().0 + Nanos::new(1);
     let text = replay_scenario(&case, &rules()[1], "fixed_window.csv");
     assert!(text.contains("\nwindow = \"10s\"\n"), "{text}");

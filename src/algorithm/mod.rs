@@ -27,13 +27,13 @@ mod sliding_window_counter;
 mod sliding_window_log;
 mod token_bucket;
 
+pub use bucket::BucketState;
 pub use dynamic::{BoxedAlgorithm, DynAlgorithm, ErasedState};
 pub use fixed_window::{FixedWindow, WindowState};
 pub use gcra::{Gcra, GcraState};
 pub use leaky_bucket::LeakyBucket;
 pub use sliding_window_counter::{CounterState, SlidingWindowCounter};
 pub use sliding_window_log::{LogState, SlidingWindowLog};
-pub use bucket::BucketState;
 pub use token_bucket::TokenBucket;
 
 use crate::rule::Rule;

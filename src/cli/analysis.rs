@@ -113,8 +113,8 @@ pub(super) fn worst_case(args: &WorstCaseArgs, registry: &Registry) -> Result<()
     let mut cases = Vec::new();
     let mut written = Vec::new();
     for name in &algorithms {
-        let case = worst_case::search(registry, name, rule, analysis.search(args.seed))
-            .map_err(input)?;
+        let case =
+            worst_case::search(registry, name, rule, analysis.search(args.seed)).map_err(input)?;
         let files = report::write_worst_case(&out, &case, &rule)
             .map_err(|e| anyhow::Error::new(e).context("cannot write the results"))?;
         written.extend(files);

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use ratesim::Registry;
 use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
 use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
-use ratesim::Registry;
 
 use super::{Failure, Format, algos_flag, input, print};
 
@@ -60,11 +60,16 @@ pub(super) struct Common {
 
 impl Common {
     /// How to run: `RunOptions`' defaults, with `--threads` if given.
-    fn run_options<'a>(&self, progress: &'a (dyn Fn(u64, u64) + Sync)) -> RunOptions<'a> {
+    fn run_options<'a>(
+        &self,
+        progress: &'a (dyn Fn(u64, u64) + Sync),
+        registry: &'a Registry,
+    ) -> RunOptions<'a> {
         let defaults = RunOptions::default();
         RunOptions {
             threads: self.threads.map_or(defaults.threads, usize::from),
             progress: Some(progress),
+            registry,
         }
     }
 }
@@ -118,7 +123,7 @@ pub(super) fn simulate(
     );
     progress.set_message(scenario.name.clone());
     let on_progress = |done: u64, _total: u64| progress.set_position(done);
-    let options = common.run_options(&on_progress);
+    let options = common.run_options(&on_progress, registry);
     let mut parts = (!common.no_decisions).then(|| DecisionParts::new(&out));
     let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> {
         match parts.as_mut() {
@@ -138,7 +143,7 @@ pub(super) fn simulate(
     }
     let charts = !common.no_charts;
     written.extend(
-        report::write_run(&report, &out, WriteOptions { charts })
+        report::write_run(&report, &out, WriteOptions { charts, registry })
             .context("cannot write the results")?,
     );
     list_written(&out, &written, common.quiet);

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use ratesim::{Registry, report};
 use ratesim::sim::{Scenario, ScenarioError};
+use ratesim::{Registry, report};
 
 use super::{Failure, input, print};
 

@@ -25,7 +25,8 @@ pub fn render_listing(registry: &Registry, scenarios: &[(&str, &str)]) -> String
     out.push_str("\nBundled scenarios (scenarios/*.toml; `ratesim run scenarios/<file>`):\n");
     let width = scenarios.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
     for (file, text) in scenarios {
-        let summary = match Scenario::parse_with(text, &Path::new("scenarios").join(file), registry) {
+        let summary = match Scenario::parse_with(text, &Path::new("scenarios").join(file), registry)
+        {
             Ok(s) => first_sentence(&s.description),
             Err(e) => format!("(does not parse: {e})"),
         };

@@ -16,6 +16,7 @@ use super::charts::{
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
 use super::output::{AtomicFile, OutputError, TempPath};
 use super::summary::{RetryOutcome, SummaryRow};
+use crate::registry::Registry;
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport};
 use crate::time::Nanos;
 
@@ -108,9 +109,12 @@ impl DecisionParts {
 
 /// What [`write_run`] writes besides the CSV/JSON files.
 #[derive(Debug, Clone, Copy)]
-pub struct WriteOptions {
+pub struct WriteOptions<'a> {
     /// Render the three PNG charts.
     pub charts: bool,
+    /// The registry the run's algorithms came from: their order there picks their
+    /// colours in the charts.
+    pub registry: &'a Registry,
 }
 
 /// Writes `window_counts.csv`, `summary.csv`, `summary.json` and (optionally) the
@@ -118,7 +122,7 @@ pub struct WriteOptions {
 pub fn write_run(
     report: &RunReport,
     dir: &Path,
-    options: WriteOptions,
+    options: WriteOptions<'_>,
 ) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = vec![write_window_counts(report, dir)?];
     let metrics: Vec<_> = report.algorithms.iter().map(|a| &a.metrics).collect();
@@ -130,7 +134,7 @@ pub fn write_run(
             &dir.join(super::TIMELINE_PNG),
         )?);
         written.push(render_window_counts(
-            &window_count_chart(report),
+            &window_count_chart(report, options.registry),
             &dir.join(super::WINDOW_COUNTS_PNG),
         )?);
         written.push(render_over_admission(
@@ -296,8 +300,10 @@ pub fn timeline_chart(report: &RunReport) -> TimelineChart {
     }
 }
 
-/// The worst key's trailing-window admitted count per algorithm, against the limit.
-pub fn window_count_chart(report: &RunReport) -> WindowCountChart {
+/// The worst key's trailing-window admitted count per algorithm, against the limit;
+/// each algorithm coloured by its place in `registry` (one it does not hold, by its
+/// place after the registry's).
+pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCountChart {
     WindowCountChart {
         title: format!(
             "{}: admitted requests in the trailing {} window (worst key)",
@@ -310,8 +316,12 @@ pub fn window_count_chart(report: &RunReport) -> WindowCountChart {
         series: report
             .algorithms
             .iter()
-            .map(|a| WindowCountSeries {
+            .enumerate()
+            .map(|(i, a)| WindowCountSeries {
                 algorithm: a.name.clone(),
+                color_slot: registry
+                    .position(&a.name)
+                    .unwrap_or(registry.names().count() + i),
                 points: a
                     .window_counts
                     .iter()

@@ -164,9 +164,10 @@ fn poisson_max_in_window(
         rule.window().as_u64(),
         rule.burst(),
     );
-    let scenario = Scenario::parse(&text, std::path::Path::new("<calibrate>"))?;
+    let scenario = Scenario::parse_with(&text, std::path::Path::new("<calibrate>"), registry)?;
     let options = RunOptions {
         threads: 1,
+        registry,
         ..RunOptions::default()
     };
     let report = super::run(&scenario, &options, &mut |_| Ok(Box::new(NoopSink)))?;

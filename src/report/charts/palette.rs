@@ -1,8 +1,9 @@
 //! Every colour the charts use, and the one function that picks an algorithm's colour.
 //!
-//! Colours only: nothing here draws. The per-algorithm choice lives in
-//! [`algorithm_color`] alone, so it can later come from the algorithm registry by
-//! changing one function.
+//! Colours only: nothing here draws. An algorithm's colour follows its place in the
+//! registry's display order ([`Registry::position`](crate::Registry::position)), so it
+//! is the same in every chart and every run, and an algorithm a caller registers gets
+//! the next colour.
 
 use plotters::style::RGBColor;
 
@@ -27,26 +28,23 @@ pub(super) const WITHIN_BLUE: RGBColor = RGBColor(0, 114, 178);
 /// An over-admission bar above 1.0.
 pub(super) const OVER_RED: RGBColor = RGBColor(213, 94, 0);
 
-/// The colour of a known algorithm, stable across charts and runs (Okabe–Ito palette,
-/// readable by colour-blind viewers); unknown names get the remaining colours in turn.
-pub fn algorithm_color(name: &str, index: usize) -> RGBColor {
-    const KNOWN: [(&str, RGBColor); 6] = [
-        ("token_bucket", RGBColor(0, 114, 178)),
-        ("leaky_bucket", RGBColor(86, 180, 233)),
-        ("fixed_window", RGBColor(213, 94, 0)),
-        ("sliding_window_log", RGBColor(0, 158, 115)),
-        ("sliding_window_counter", RGBColor(204, 121, 167)),
-        ("gcra", RGBColor(230, 159, 0)),
-    ];
-    const OTHERS: [RGBColor; 4] = [
+/// The colour of the algorithm at `slot` in the registry's display order. The six
+/// built-ins take the Okabe–Ito palette (readable by colour-blind viewers): token
+/// bucket blue, leaky bucket sky blue, fixed window vermilion, sliding log green,
+/// sliding window counter purple, GCRA orange; algorithms registered after them take
+/// four more colours in turn.
+pub fn algorithm_color(slot: usize) -> RGBColor {
+    const PALETTE: [RGBColor; 10] = [
+        RGBColor(0, 114, 178),
+        RGBColor(86, 180, 233),
+        RGBColor(213, 94, 0),
+        RGBColor(0, 158, 115),
+        RGBColor(204, 121, 167),
+        RGBColor(230, 159, 0),
         RGBColor(90, 90, 90),
         RGBColor(153, 102, 51),
         RGBColor(102, 51, 153),
         RGBColor(0, 102, 102),
     ];
-    KNOWN
-        .iter()
-        .find(|(known, _)| *known == name)
-        .map(|(_, color)| *color)
-        .unwrap_or(OTHERS[index % OTHERS.len()])
+    PALETTE[slot % PALETTE.len()]
 }

@@ -26,6 +26,9 @@ use crate::report::summary::format_ratio;
 pub struct WindowCountSeries {
     /// The legend label (the algorithm name).
     pub algorithm: String,
+    /// The algorithm's place in the registry's display order: it picks the line's
+    /// colour ([`algorithm_color`]), so an algorithm keeps its colour in every run.
+    pub color_slot: usize,
     /// `(time_s, count)` at each change; the count holds until the next point and is
     /// 0 before the first. Need not be sorted; NaN times are skipped. Every point is
     /// drawn: the chart does not thin.
@@ -94,12 +97,12 @@ pub fn draw_window_counts<DB: DrawingBackend>(
     let panels = body.split_by_breakpoints([] as [i32; 0], breaks);
     let last = series.len() - 1;
     for (i, (points, panel)) in series.iter().zip(&panels).enumerate() {
-        let algorithm = &input.series[i].algorithm;
+        let (algorithm, slot) = (&input.series[i].algorithm, input.series[i].color_slot);
         let mut chart = draw_panel_axes(panel, &axes, i == last)?;
         draw_panel_background(&mut chart, &axes)?;
         chart.draw_series(iter::once(PathElement::new(
             step_path(points, axes.end),
-            algorithm_color(algorithm, i).stroke_width(2),
+            algorithm_color(slot).stroke_width(2),
         )))?;
         let verdict = draw_peak(&mut chart, points, axes.limit)?;
         panel.draw(&Text::new(

@@ -5,9 +5,6 @@
 
 use crate::sim::Metrics;
 
-/// The registry name of the exact reference: the sliding log.
-pub(super) const REFERENCE: &str = "sliding_window_log";
-
 /// One algorithm's decisions compared with the reference's.
 pub(super) struct Comparison {
     /// This run counts `false_allow` / `false_deny` against the reference.
@@ -20,9 +17,10 @@ pub(super) struct Comparison {
 }
 
 impl Comparison {
-    /// `open`: open clients, and a run that reports (not the silent second pass).
-    pub(super) fn new(open: bool, name: &str) -> Comparison {
-        let is_reference = open && name == REFERENCE;
+    /// `open`: open clients, and a run that reports (not the silent second pass);
+    /// `is_log`: the algorithm is the built-in sliding log, the reference itself.
+    pub(super) fn new(open: bool, is_log: bool) -> Comparison {
+        let is_reference = open && is_log;
         Comparison {
             wanted: open && !is_reference,
             is_reference,

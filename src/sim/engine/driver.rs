@@ -16,6 +16,7 @@ use super::record::{DecisionLog, Outcome, Recording};
 use super::retry::RetryClient;
 use crate::algorithm::Algorithm;
 use crate::limiter::RateLimiter;
+use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{ClientModel, DecisionSink, KeyTable, Scenario, SimError};
 use crate::time::{FakeClock, Nanos};
@@ -44,6 +45,8 @@ pub(super) trait Drive {
 /// What a run of one algorithm needs besides the algorithm.
 pub(super) struct Job<'a> {
     pub(super) scenario: &'a Scenario,
+    /// The algorithm, as registered: the run reports under its registry name.
+    pub(super) entry: &'a Entry,
     /// `None` for the silent second pass: no rows, no reference, no probes.
     pub(super) sink: Option<Box<dyn DecisionSink>>,
     pub(super) progress: Option<&'a Progress<'a>>,
@@ -81,7 +84,8 @@ impl<'a, A: Algorithm> Driver<'a, A> {
         heap_bytes: Option<fn(&A::State) -> usize>,
     ) -> Self {
         let sc = job.scenario;
-        let name = algorithm.name().to_string();
+        let name = job.entry.name().to_string();
+        let is_log = job.entry.builtin() == Some(Builtin::SlidingWindowLog);
         let silent = job.sink.is_none();
         let clock = FakeClock::new(Nanos::ZERO);
         let limiter = RateLimiter::with_clock(algorithm, clock.clone());
@@ -100,7 +104,7 @@ impl<'a, A: Algorithm> Driver<'a, A> {
             janitor: Janitor::new(sc, heap_bytes),
             probes: (!silent).then(Probes::new),
             retry,
-            comparison: Comparison::new(sc.client == ClientModel::Open && !silent, &name),
+            comparison: Comparison::new(sc.client == ClientModel::Open && !silent, is_log),
             record: Recording::new(sc, &name, job.track),
             decisions: DecisionLog::new(name, job.sink),
             progress: ProgressTicker::new(job.progress, sc.duration),

@@ -10,6 +10,7 @@ use super::driver::{Drive, Job};
 use super::progress::Progress;
 use super::record::Outcome;
 use super::reference::{ReferenceFeed, Share};
+use crate::registry::Entry;
 use crate::sim::traffic::Arrival;
 use crate::sim::{AlgorithmReport, ArrivalStream, DecisionSink, Scenario, ScenarioError, SimError};
 
@@ -20,7 +21,7 @@ const CHUNK: usize = 1024;
 /// One algorithm handed to a worker: its index in the scenario and its sink.
 pub(super) struct Assigned<'a> {
     pub(super) index: usize,
-    pub(super) name: &'a str,
+    pub(super) entry: &'a Entry,
     pub(super) sink: Box<dyn DecisionSink>,
 }
 
@@ -43,28 +44,24 @@ pub(super) fn run_group<'a>(
     for a in group {
         let job = Job {
             scenario,
+            entry: a.entry,
             sink: Some(a.sink),
             progress: Some(progress),
             track: None,
         };
-        match driver(a.name, job) {
-            Ok(d) => {
-                drivers.push(d);
-                owners.push((a.index, a.name));
-            }
-            Err(e) => results.push((a.index, Err(e))),
-        }
+        drivers.push(driver(job));
+        owners.push((a.index, a.entry));
     }
     let first = run_pass(scenario, drivers, share);
     let mut again = Vec::new();
     let mut again_slots = Vec::new();
-    for ((index, name), outcome) in owners.into_iter().zip(first) {
-        let outcome = outcome.and_then(|o| {
-            if let Some(d) = second_pass(scenario, name, &o)? {
+    for ((index, entry), outcome) in owners.into_iter().zip(first) {
+        let outcome = outcome.map(|o| {
+            if let Some(d) = second_pass(scenario, entry, &o) {
                 again.push(d);
                 again_slots.push(results.len());
             }
-            Ok(o.report)
+            o.report
         });
         results.push((index, outcome));
     }
@@ -84,22 +81,21 @@ pub(super) fn run_group<'a>(
 /// another key's.
 fn second_pass<'a>(
     scenario: &'a Scenario,
-    name: &str,
+    entry: &'a Entry,
     first: &Outcome,
-) -> Result<Option<Box<dyn Drive + 'a>>, SimError> {
-    let Some(worst) = first.worst else {
-        return Ok(None);
-    };
+) -> Option<Box<dyn Drive + 'a>> {
+    let worst = first.worst?;
     if first.tracked_max >= first.report.metrics.max_in_window {
-        return Ok(None);
+        return None;
     }
     let job = Job {
         scenario,
+        entry,
         sink: None,
         progress: None,
         track: Some(worst),
     };
-    driver(name, job).map(Some)
+    Some(driver(job))
 }
 
 /// Generates the stream once and feeds it, chunk by chunk, to every driver.

@@ -64,6 +64,7 @@ pub use progress::PROGRESS_STEPS;
 use progress::Progress;
 
 use super::{DecisionSink, RuleReport, RunReport, Scenario, SimError};
+use crate::registry::Registry;
 
 /// How to run. [`RunOptions::default()`] is the one source of the defaults; the CLI
 /// reads its own from here.
@@ -77,14 +78,18 @@ pub struct RunOptions<'a> {
     /// contributes [`PROGRESS_STEPS`] units as its simulated time advances. Called from
     /// worker threads; `done` only grows and reaches `total` when the run ends.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    /// Where the scenario's algorithm names are found and built: the registry the
+    /// scenario was parsed with ([`Scenario::parse_with`]). Default: the built-ins.
+    pub registry: &'a Registry,
 }
 
 impl Default for RunOptions<'_> {
-    /// One thread per available core, no progress reports.
+    /// One thread per available core, no progress reports, the built-in algorithms.
     fn default() -> Self {
         RunOptions {
             threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             progress: None,
+            registry: Registry::builtin(),
         }
     }
 }
@@ -94,6 +99,7 @@ impl std::fmt::Debug for RunOptions<'_> {
         f.debug_struct("RunOptions")
             .field("threads", &self.threads)
             .field("progress", &self.progress.is_some())
+            .field("registry", &self.registry)
             .finish()
     }
 }
@@ -110,7 +116,7 @@ pub fn run(
         return Err(SimError::NoAlgorithms);
     }
     let threads = options.threads.clamp(1, scenario.algorithms.len());
-    let groups = threads::deal(scenario, threads, sinks)?;
+    let groups = threads::deal(scenario, options.registry, threads, sinks)?;
     let progress = Progress::new(scenario.algorithms.len(), options.progress);
     let algorithms = threads::run_groups(scenario, groups, &progress)?;
     Ok(RunReport {

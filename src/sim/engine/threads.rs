@@ -8,31 +8,29 @@
 
 use std::sync::mpsc::sync_channel;
 
-use super::compare::REFERENCE;
 use super::group::{Assigned, Finished, run_group};
 use super::progress::Progress;
 use super::reference::Share;
+use crate::registry::{Builtin, Registry};
 use crate::sim::{AlgorithmReport, ClientModel, DecisionSink, Scenario, SimError};
 
-/// Deals the scenario's algorithms round-robin into `threads` groups, opening each
-/// one's sink, in order, before any simulation starts (so a bad output path fails
-/// early).
+/// Deals the scenario's algorithms (found in `registry`) round-robin into `threads`
+/// groups, opening each one's sink, in order, before any simulation starts (so a bad
+/// output path or an unknown name fails early).
 pub(super) fn deal<'a>(
     scenario: &'a Scenario,
+    registry: &'a Registry,
     threads: usize,
     sinks: &mut dyn FnMut(&str) -> std::io::Result<Box<dyn DecisionSink>>,
 ) -> Result<Vec<Vec<Assigned<'a>>>, SimError> {
     let mut groups: Vec<Vec<Assigned<'_>>> = (0..threads).map(|_| Vec::new()).collect();
     for (index, name) in scenario.algorithms.iter().enumerate() {
+        let entry = registry.entry(name)?;
         let sink = sinks(name).map_err(|source| SimError::Sink {
             algorithm: name.clone(),
             source,
         })?;
-        groups[index % threads].push(Assigned {
-            index,
-            name: name.as_str(),
-            sink,
-        });
+        groups[index % threads].push(Assigned { index, entry, sink });
     }
     Ok(groups)
 }
@@ -74,9 +72,10 @@ pub(super) fn run_groups<'a>(
 /// the log are deterministic, so this changes no result.
 fn share_reference(scenario: &Scenario, groups: &[Vec<Assigned<'_>>]) -> Vec<Share> {
     let mut shares: Vec<Share> = groups.iter().map(|_| Share::Alone).collect();
-    let owner = groups
-        .iter()
-        .position(|g| g.iter().any(|a| a.name == REFERENCE));
+    let owner = groups.iter().position(|g| {
+        g.iter()
+            .any(|a| a.entry.builtin() == Some(Builtin::SlidingWindowLog))
+    });
     let (Some(owner), ClientModel::Open) = (owner, scenario.client) else {
         return shares;
     };
