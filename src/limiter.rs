@@ -409,8 +409,10 @@ fn acquire<A: Algorithm>(algo: &A, state: &mut A::State, now: Nanos, cost: u64) 
 }
 
 /// The decision to report after `try_acquire(state, now, cost)` returned `allowed`
-/// (`state` is the state after it): `retry_after` is zero when allowed and `MAX` when
-/// the cost can never fit.
+/// (`state` is the state after it): `retry_after` is zero when allowed. A cost that can
+/// never fit never gets here: the callers refuse it first, as the typed
+/// [`InsufficientCapacity`], so the algorithm always has a wait to give; `MAX` stands in
+/// only for an algorithm that breaks that contract, rather than a panic.
 pub(crate) fn decision<A: Algorithm>(
     algo: &A,
     state: &A::State,

@@ -38,10 +38,9 @@ impl Event {
 pub(super) struct Answer {
     pub(super) allowed: bool,
     pub(super) remaining: u64,
-    /// The advertised wait; `Nanos::MAX` when the request does not fit.
-    pub(super) retry_after: Nanos,
-    /// The cost is within the capacity. Only a request that does not fit can never
-    /// pass; one that fits may still be told `Nanos::MAX` (a wait past the end of the
-    /// clock's range, e.g. under a window of centuries).
-    pub(super) fits: bool,
+    /// The advertised wait, zero when allowed; `None` when the request can never pass
+    /// (its cost exceeds the capacity), as the algorithm's `retry_after` says it and as
+    /// `decisions.csv` writes it. A request that fits may still be told `Nanos::MAX`:
+    /// a real wait, past the end of the clock's range (a window of centuries).
+    pub(super) retry_after: Option<Nanos>,
 }

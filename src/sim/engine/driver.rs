@@ -15,7 +15,7 @@ use super::progress::{Progress, ProgressTicker};
 use super::record::{DecisionLog, Outcome, Recording};
 use super::retry::RetryClient;
 use crate::algorithm::Algorithm;
-use crate::limiter::RateLimiter;
+use crate::limiter::{InsufficientCapacity, RateLimiter};
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{ClientModel, DecisionSink, KeyTable, Scenario, SimError};
@@ -210,21 +210,21 @@ impl<A: Algorithm> Driver<'_, A> {
         Ok(answer.allowed)
     }
 
-    /// Asks the limiter, at the clock's current instant.
+    /// Asks the limiter, at the clock's current instant. A cost above the capacity is
+    /// refused before the key is looked up (so it creates no key), and its `remaining`
+    /// is then read without consuming.
     #[inline]
     fn decide(&mut self, event: &Event) -> Answer {
         match self.limiter.try_acquire_n_mut(&event.key, event.cost) {
             Ok(d) => Answer {
                 allowed: d.allowed,
                 remaining: d.remaining,
-                retry_after: d.retry_after,
-                fits: true,
+                retry_after: Some(d.retry_after),
             },
-            Err(_) => Answer {
+            Err(InsufficientCapacity { .. }) => Answer {
                 allowed: false,
                 remaining: self.limiter.peek(&event.key).remaining,
-                retry_after: Nanos::MAX,
-                fits: false,
+                retry_after: None,
             },
         }
     }
@@ -246,16 +246,18 @@ impl<A: Algorithm> Driver<'_, A> {
     /// client then comes back later (or gives up).
     #[inline]
     fn denied(&mut self, event: &Event, answer: Answer) {
-        if !answer.fits {
-            self.record.m.never_fits += 1;
-        } else if let Some(probes) = self.probes.as_mut() {
-            let (now, retry_after) = (event.time, answer.retry_after);
-            let earliest =
-                probes.earliest(&mut self.limiter, event.key, event.cost, now, retry_after);
-            judge(&mut self.record.m, now, retry_after, earliest);
+        match (answer.retry_after, self.probes.as_mut()) {
+            (None, _) => self.record.m.never_fits += 1,
+            (Some(retry_after), Some(probes)) => {
+                let now = event.time;
+                let earliest =
+                    probes.earliest(&mut self.limiter, event.key, event.cost, now, retry_after);
+                judge(&mut self.record.m, now, retry_after, earliest);
+            }
+            (Some(_), None) => {}
         }
         if let Some(retry) = self.retry.as_mut() {
-            retry.denied(event, answer.fits, answer.retry_after);
+            retry.denied(event, answer.retry_after);
         }
     }
 

@@ -159,7 +159,7 @@ impl DecisionLog {
             cost: event.cost,
             allowed: answer.allowed,
             remaining: answer.remaining,
-            retry_after: answer.fits.then_some(answer.retry_after),
+            retry_after: answer.retry_after,
         };
         sink.record(&row).map_err(|source| self.error(source))
     }

@@ -69,17 +69,16 @@ impl RetryClient {
         self.latency.record(event.time - event.first);
     }
 
-    /// `event` was denied with the advice to wait `retry_after`; `fits` is false when
-    /// the request can never pass (its cost exceeds the capacity): then it is not
-    /// retried.
+    /// `event` was denied with the advice to wait `retry_after`; `None` when the
+    /// request can never pass (its cost exceeds the capacity): then it is not retried.
     #[inline]
-    pub(super) fn denied(&mut self, event: &Event, fits: bool, retry_after: Nanos) {
+    pub(super) fn denied(&mut self, event: &Event, retry_after: Option<Nanos>) {
         if event.attempt > 0 {
             self.wasted += 1;
         }
-        if !fits {
+        let Some(retry_after) = retry_after else {
             return;
-        }
+        };
         if event.attempt >= self.max_retries {
             self.gave_up += 1;
             return;
