@@ -730,9 +730,14 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         case("file in the way of --out", vec![("taken", b"x".to_vec())], vec!["run", "scenarios/burst.toml", "--out", "taken"], vec!["--out", "taken"]),
         case("unwritable --out", vec![], vec!["run", "scenarios/burst.toml", "--out", "/proc/ratesim-test"], vec!["--out", "/proc/ratesim-test"]),
         case("bad --limit", vec![], vec!["compare", "--limit", "100"], vec!["--limit", "MAX/WINDOW"]),
-        case("zero --limit", vec![], vec!["compare", "--limit", "0/1s"], vec!["--limit", "max_requests"]),
+        case("zero --limit", vec![], vec!["compare", "--limit", "0/1s"], vec!["--limit", "`0` is too small; expected a whole number from 1 to 18446744073709551615"]),
+        case("fractional --limit", vec![], vec!["compare", "--limit", "1.5/10s"], vec!["--limit", "`1.5` is not a whole number; expected a whole number from 1 to"]),
+        case("zero run --limit", vec![], vec!["run", "scenarios/burst.toml", "--limit", "0/1s"], vec!["--limit", "`0` is too small"]),
+        case("negative --seed", vec![], vec!["run", "scenarios/burst.toml", "--seed", "-1"], vec!["--seed", "`-1` is negative; expected a whole number from 0 to"]),
+        case("negative worst-case --seed", vec![], vec!["worst-case", "--limit", "5/1s", "--seed", "-3"], vec!["--seed", "`-3` is negative"]),
+        case("a trace given to validate", vec![("t.csv", b"time_s,key\n1,a\n".to_vec())], vec!["validate", "t.csv"], vec!["t.csv: this looks like a CSV trace, not a scenario", "kind = \"trace\""]),
         case("too large --limit", vec![], vec!["compare", "--limit", "18446744073709551616/1s"], vec!["--limit", "`18446744073709551616` is too large (at most 18446744073709551615)"]),
-        case("negative --limit", vec![], vec!["compare", "--limit=-5/1s"], vec!["--limit", "`-5` is negative; expected a whole number from 0 to 18446744073709551615"]),
+        case("negative --limit", vec![], vec!["compare", "--limit=-5/1s"], vec!["--limit", "`-5` is negative; expected a whole number from 1 to 18446744073709551615"]),
         case("zero --threads", vec![], vec!["run", "scenarios/burst.toml", "--threads", "0"], vec!["--threads"]),
         case("unknown flag", vec![], vec!["run", "scenarios/burst.toml", "--colour"], vec!["--colour"]),
         case("validate a bad file", vec![("s.toml", bad("max_requests", "0"))], vec!["validate", "s.toml"], vec!["s.toml:5:"]),
@@ -746,7 +751,7 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
         ),
         case("compare with two scenarios of one name", vec![("a.toml", bad("name", "\"same\"")), ("b.toml", bad("name", "\"same\""))], vec!["compare", "--scenario", "a.toml", "--scenario", "b.toml"], vec!["same"]),
         case("worst-case with a huge limit", vec![], vec!["worst-case", "--limit", "20000000/1s"], vec!["too large", "100000"]),
-        case("calibrate with a bad --burst", vec![], vec!["calibrate", "--limit", "5/1s", "--burst", "0"], vec!["--burst", "the burst must be at least 1"]),
+        case("calibrate with a bad --burst", vec![], vec!["calibrate", "--limit", "5/1s", "--burst", "0"], vec!["--burst", "`0` is too small; expected a whole number from 1 to"]),
         case("worst-case with a huge --burst", vec![], vec!["worst-case", "--limit", "5/1s", "--burst", "18446744073709551616"], vec!["--burst", "`18446744073709551616` is too large (at most 18446744073709551615)"]),
     ];
     assert!(cases.len() >= 25);
@@ -764,6 +769,11 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
             !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
             "{context}"
         );
+        // A bad value for a known flag is explained, never mistaken for a flag of its
+        // own (clap's "to pass '-1' as a value, use '-- -1'").
+        if c.what.contains("--seed") || c.what.contains("--limit") {
+            assert!(!stderr.contains("tip: to pass"), "{context}");
+        }
         let first = stderr.lines().next().unwrap_or_default();
         assert!(
             first.starts_with("ratesim: error: ") || first.starts_with("error: "),
@@ -776,10 +786,11 @@ fn bad_inputs_exit_2_with_one_clear_message_and_write_nothing() {
             );
         }
         // clap's usage errors add a usage line and a hint; everything else is one line.
-        let usage_error = ["--colour", "--threads", "--burst"]
+        let usage_error = ["--colour", "--threads", "--burst", "--seed"]
             .iter()
             .any(|f| c.args.contains(f))
-            || (c.args.iter().any(|a| a.starts_with("--limit")) && c.args[0] == "compare");
+            || (c.args.iter().any(|a| a.starts_with("--limit"))
+                && matches!(c.args[0], "compare" | "run"));
         if !usage_error {
             assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {context}");
         }
@@ -912,6 +923,34 @@ fn compare_limit_moves_the_boundary_bursts_to_the_new_windows() {
     assert_eq!(
         burst_fixed["over_admission"], 2.0,
         "the teaching case survives a new window: {burst_fixed}"
+    );
+}
+
+#[test]
+fn run_limit_replaces_the_scenarios_limit_and_moves_its_bursts() {
+    let t = TestDir::new();
+    let table = t.ok(&[
+        "run",
+        "scenarios/burst.toml",
+        "--limit",
+        "10/1s",
+        "--algos",
+        "fixed_window,sliding_window_log",
+        "--quiet",
+        "--no-charts",
+        "--out",
+        "r",
+    ]);
+    assert!(table.starts_with("burst — limit 10 per 1s\n"), "{table}");
+    let summary = fs::read_to_string(t.path().join("r/summary.csv")).unwrap();
+    let fixed = summary
+        .lines()
+        .find(|l| l.starts_with("fixed_window,"))
+        .unwrap();
+    let max_in_window = fixed.split(',').nth(6).unwrap();
+    assert_eq!(
+        max_in_window, "20",
+        "a full quota of 10 on each side: {summary}"
     );
 }
 

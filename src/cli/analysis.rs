@@ -12,7 +12,8 @@ use ratesim::sim::worst_case::{self, SearchOptions};
 use ratesim::{Registry, Rule, report};
 
 use super::{
-    Failure, Format, algos_flag, input, machine_readable, parse_burst, parse_limit, print,
+    Failure, Format, algos_flag, input, machine_readable, parse_burst, parse_limit, parse_seed,
+    print,
 };
 
 pub(super) const EXAMPLES_WORST_CASE: &str = "Examples:\n  ratesim worst-case --limit 100/60s\n  ratesim worst-case --limit 5/10s --burst 8 --algos token_bucket,gcra --format json";
@@ -25,7 +26,7 @@ pub(super) struct WorstCaseArgs {
     #[command(flatten)]
     analysis: Analysis,
     /// Seed of the randomised search.
-    #[arg(long, default_value_t = SearchOptions::default().seed)]
+    #[arg(long, default_value_t = SearchOptions::default().seed, value_parser = parse_seed, allow_negative_numbers = true)]
     seed: u64,
     /// Where the winning streams go [default: output/worst-case].
     #[arg(long, value_name = "DIR")]
@@ -41,7 +42,7 @@ pub(super) struct CalibrateArgs {
     #[command(flatten)]
     analysis: Analysis,
     /// Seed of the randomised search and of the Poisson traffic.
-    #[arg(long, default_value_t = SearchOptions::default().seed)]
+    #[arg(long, default_value_t = SearchOptions::default().seed, value_parser = parse_seed, allow_negative_numbers = true)]
     seed: u64,
     /// Accepted for compatibility and ignored: calibrate writes no files.
     #[arg(long, short, hide = true)]

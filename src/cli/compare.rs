@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use ratesim::sim::Scenario;
-use ratesim::{Registry, Rule, bundled, report};
+use ratesim::{Registry, bundled, report};
 
 use super::run::{Common, apply_overrides, print_summary, simulate};
-use super::{Failure, input, parse_limit};
+use super::{Failure, input};
 
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim compare --algos all
@@ -25,9 +25,6 @@ pub(super) struct CompareArgs {
     /// A scenario file to include (repeat for several). Default: the built-in suite.
     #[arg(long = "scenario", value_name = "FILE")]
     scenarios: Vec<PathBuf>,
-    /// Replace every scenario's limit, as MAX/WINDOW (e.g. 100/60s, 5/10s, 10/250ms).
-    #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
-    limit: Option<Rule>,
     /// Output root: each scenario's files go to <DIR>/<scenario>/ [default: output].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -39,10 +36,7 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
     // Load and check everything first so a bad file fails before any run.
     let mut scenarios = load(&args.scenarios, registry)?;
     for scenario in &mut scenarios {
-        if let Some(rule) = args.limit {
-            set_limit(scenario, rule, args.scenarios.is_empty())?;
-        }
-        apply_overrides(scenario, &args.common, registry)?;
+        apply_overrides(scenario, &args.common, registry, args.scenarios.is_empty())?;
         // Every trace is read through before the first run writes anything.
         scenario.validate().map_err(input)?;
         if let Some(warning) = report::size_warning(scenario, !args.common.no_decisions) {
@@ -78,24 +72,6 @@ fn load(files: &[PathBuf], registry: &Registry) -> Result<Vec<Scenario>, Failure
         }
     }
     Ok(scenarios)
-}
-
-/// Applies `--limit` to one scenario (`built_in`: one of the built-in suite), warning
-/// when the run is too short to show it.
-fn set_limit(scenario: &mut Scenario, rule: Rule, built_in: bool) -> Result<(), Failure> {
-    scenario.set_rule(rule).map_err(|e| {
-        // A built-in scenario has no file the user could open: name it instead.
-        let e = if built_in {
-            anyhow::anyhow!("the built-in {} scenario: {}", scenario.name, e.message)
-        } else {
-            e.into()
-        };
-        input(e.context("--limit"))
-    })?;
-    if let Some(warning) = report::short_run_warning(scenario, rule) {
-        eprintln!("ratesim: warning: {warning}");
-    }
-    Ok(())
 }
 
 /// Refuses two scenarios of one name: their outputs would overwrite each other.

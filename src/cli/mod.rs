@@ -182,16 +182,32 @@ fn parse_limit(text: &str) -> Result<Rule, String> {
     let (max, window) = text
         .split_once('/')
         .ok_or_else(|| format!("expected MAX/WINDOW like 100/60s, found `{text}`"))?;
-    let max = sim::parse_whole(max.trim())?;
+    let max = parse_positive(max.trim())?;
     let window = Nanos::parse_duration(window).map_err(|e| e.to_string())?;
     Rule::new(max, window).map_err(|e| e.to_string())
 }
 
 /// Parses `--burst B`: a whole number of at least 1.
 fn parse_burst(text: &str) -> Result<u64, String> {
-    match sim::parse_whole(text)? {
-        0 => Err("the burst must be at least 1".to_string()),
-        burst => Ok(burst),
+    parse_positive(text)
+}
+
+/// Parses `--seed`: any whole number from 0 (`-1` is read as a value, so the error
+/// says what a seed is rather than suggesting `-- -1`).
+fn parse_seed(text: &str) -> Result<u64, String> {
+    sim::parse_whole(text)
+}
+
+/// A whole number of at least 1 (`--limit`'s MAX, `--burst`), or why not, in the words
+/// [`sim::parse_whole`] uses for numbers that may be 0.
+fn parse_positive(text: &str) -> Result<u64, String> {
+    match sim::parse_whole(text) {
+        Ok(0) => Err(format!(
+            "`{text}` is too small; expected a whole number from 1 to {}",
+            u64::MAX
+        )),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.replace("from 0 to", "from 1 to")),
     }
 }
 

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use ratesim::Registry;
 use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
 use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
+use ratesim::{Registry, Rule};
 
-use super::{Failure, Format, algos_flag, input, print};
+use super::{Failure, Format, algos_flag, input, parse_limit, parse_seed, print};
 
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim run scenarios/burst.toml
@@ -38,8 +38,12 @@ pub(super) struct Common {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     algos: Option<Vec<String>>,
     /// Override the scenario's random seed.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_seed, allow_negative_numbers = true)]
     seed: Option<u64>,
+    /// Replace every limit of the scenario, as MAX/WINDOW (e.g. 100/60s, 5/10s,
+    /// 10/250ms); boundary bursts of the old limit's size follow the new one.
+    #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
+    pub(super) limit: Option<Rule>,
     /// How to print the summary on stdout (csv and json: the rows of summary.csv and
     /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -76,7 +80,7 @@ impl Common {
 
 pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
     let mut scenario = Scenario::load_with(&args.scenario, registry).map_err(input)?;
-    apply_overrides(&mut scenario, &args.common, registry)?;
+    apply_overrides(&mut scenario, &args.common, registry, false)?;
     scenario.validate().map_err(input)?;
     if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
         eprintln!("ratesim: warning: {warning}");
@@ -89,12 +93,17 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
     print_summary(&[report], args.common.format)
 }
 
-/// Applies `--seed` and `--algos` to a loaded scenario.
+/// Applies `--limit`, `--seed` and `--algos` to a loaded scenario (`built_in`: one of
+/// the built-in suite, which has no file to point at).
 pub(super) fn apply_overrides(
     scenario: &mut Scenario,
     common: &Common,
     registry: &Registry,
+    built_in: bool,
 ) -> Result<(), Failure> {
+    if let Some(rule) = common.limit {
+        set_limit(scenario, rule, built_in)?;
+    }
     if let Some(seed) = common.seed {
         scenario.seed = seed;
     }
@@ -102,6 +111,23 @@ pub(super) fn apply_overrides(
         scenario
             .set_algorithms(algos_flag(algos)?, registry)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
+    }
+    Ok(())
+}
+
+/// Applies `--limit` to one scenario, warning when the run is too short to show it.
+fn set_limit(scenario: &mut Scenario, rule: Rule, built_in: bool) -> Result<(), Failure> {
+    scenario.set_rule(rule).map_err(|e| {
+        // A built-in scenario has no file the user could open: name it instead.
+        let e = if built_in {
+            anyhow::anyhow!("the built-in {} scenario: {}", scenario.name, e.message)
+        } else {
+            e.into()
+        };
+        input(e.context("--limit"))
+    })?;
+    if let Some(warning) = report::short_run_warning(scenario, rule) {
+        eprintln!("ratesim: warning: {warning}");
     }
     Ok(())
 }

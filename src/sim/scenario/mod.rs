@@ -210,7 +210,14 @@ impl Scenario {
     pub fn load_with(path: &Path, registry: &Registry) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError::file(path, format!("cannot read: {e}")))?;
-        Scenario::parse_with(&text, path, registry)
+        Scenario::parse_with(&text, path, registry).map_err(|e| {
+            if looks_like_a_trace(&text) {
+                // The TOML error on a trace's first line would only puzzle: say what it is.
+                ScenarioError::file(path, NOT_A_SCENARIO.to_string())
+            } else {
+                e
+            }
+        })
     }
 
     /// Parses scenario `text`, naming the built-in algorithms; `origin` is the file it
@@ -315,6 +322,19 @@ impl Scenario {
         self.algorithms = registry.resolve(names)?;
         Ok(())
     }
+}
+
+/// Said of a file given as a scenario that reads as a trace.
+const NOT_A_SCENARIO: &str = "this looks like a CSV trace, not a scenario; a scenario is a \
+    TOML file (docs/scenarios.md) that replays a trace with a [[traffic]] source of \
+    kind = \"trace\" and path = \"<this file>\"";
+
+/// Whether `text` reads as a CSV trace rather than TOML: a first line of
+/// comma-separated fields with no `=` or `[` (a TOML file's first line has one or the
+/// other, or is a comment).
+fn looks_like_a_trace(text: &str) -> bool {
+    let first = text.lines().next().unwrap_or_default().trim();
+    first.contains(',') && !first.contains('=') && !first.starts_with(['[', '#'])
 }
 
 #[cfg(test)]
