@@ -853,7 +853,24 @@ fn worst_case_and_calibrate_print_tables_and_write_replayable_streams() {
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let header = reader.headers().unwrap().clone();
     assert!(header.iter().any(|h| h == "strict_worst"), "{header:?}");
-    assert_eq!(reader.records().count(), 2);
+    let rows: Vec<BTreeMap<String, String>> = reader.deserialize().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(
+            row["window_ns"], "1000000000",
+            "the window is a column: {row:?}"
+        );
+    }
+    // A burst only for the algorithm that has one: GCRA's strict setting is 6/1s with a
+    // burst of 5; the fixed window's (5/1s) has none to set.
+    assert_eq!(
+        (&*rows[0]["algorithm"], &*rows[0]["strict_burst"]),
+        ("gcra", "5")
+    );
+    assert_eq!(
+        (&*rows[1]["algorithm"], &*rows[1]["strict_burst"]),
+        ("fixed_window", "")
+    );
 }
 
 #[test]

@@ -147,6 +147,7 @@ mod tests {
         let row = Calibration {
             algorithm: "fixed_window".to_string(),
             limit: 5,
+            window_ns: 1_000_000_000,
             nominal_analytic: None,
             nominal_worst: 10,
             poisson_1x: 6,

@@ -19,6 +19,8 @@ pub struct Calibration {
     pub algorithm: String,
     /// The nominal rule's `max_requests` (N).
     pub limit: u64,
+    /// The rule's window (W), in nanoseconds.
+    pub window_ns: u64,
     /// Worst case of the nominal rule, analytic.
     pub nominal_analytic: Option<u64>,
     /// Worst case of the nominal rule, found by the search.
@@ -31,7 +33,8 @@ pub struct Calibration {
     pub strict: String,
     /// Its `max_requests`.
     pub strict_max_requests: Option<u64>,
-    /// Its `burst`.
+    /// Its `burst`, for an algorithm whose capacity is the burst (the buckets and
+    /// GCRA); `None` for the others, which have no burst to set.
     pub strict_burst: Option<u64>,
     /// Its worst case, found by the search (≤ `limit` when the calibration is right).
     pub strict_worst: Option<u64>,
@@ -100,13 +103,14 @@ pub fn calibrate(
     Ok(Calibration {
         algorithm: algorithm.to_string(),
         limit: rule.max_requests(),
+        window_ns: rule.window().as_u64(),
         nominal_analytic: nominal.analytic,
         nominal_worst: nominal.max_in_window,
         poisson_1x: poisson(1)?,
         poisson_2x: poisson(2)?,
         strict: strict.map_or_else(String::new, |r| r.to_string()),
         strict_max_requests: strict.map(|r| r.max_requests()),
-        strict_burst: strict.map(|r| r.burst()),
+        strict_burst: strict.filter(|_| entry.uses_burst()).map(|r| r.burst()),
         strict_worst,
     })
 }
