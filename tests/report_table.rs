@@ -555,3 +555,24 @@ fn ratesim_run_prints_retry_outcomes_and_why_requests_never_passed() {
         .unwrap();
     assert!(fixed.contains("7/0/0"), "{fixed}");
 }
+
+/// `summary.csv`'s `allow_rate` is a fraction (0.545); the table shows a percentage, so
+/// it must not use the same name: its column is headed `allowed %`.
+#[test]
+fn the_tables_percentage_column_is_not_named_like_the_csvs_fraction() {
+    let text = render_summary_table(&rows(), TableOptions::plain());
+    let header: Vec<&str> = text.lines().take_while(|l| !l.starts_with('╞')).collect();
+    let cells = |line: &str| -> Vec<String> {
+        line.trim_matches(['│', '┌', '└'])
+            .split('┆')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let first = cells(header[1]);
+    let second = cells(header[2]);
+    let column = second.iter().position(|c| c == "%").expect(&text);
+    assert_eq!(first[column], "allowed", "{text}");
+    assert!(!text.contains("rate"), "{text}");
+    let row = text.lines().find(|l| l.contains("token_bucket")).unwrap();
+    assert_eq!(cells(row)[column], "29.2%", "{text}");
+}

@@ -86,7 +86,7 @@ pub const HEADERS: [&str; 9] = [
     "algorithm",
     "allowed",
     "denied",
-    "allow\nrate",
+    "allowed\n%",
     "max in\nwindow\n/ limit",
     "over-\nadmission",
     "excess",
