@@ -204,7 +204,7 @@ fn a_registered_algorithm_runs_through_the_simulator_the_reports_and_a_chart() {
 #[test]
 fn list_describes_it_and_the_worst_case_search_reaches_its_registered_bound() {
     let registry = registry();
-    let listing = report::render_listing(&registry, &[]);
+    let listing = report::render_listing(&registry, &[], None);
     let line = listing
         .lines()
         .find(|l| l.trim_start().starts_with(NAME))

@@ -161,7 +161,11 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::WorstCase(args) => analysis::worst_case(&args, registry),
         Command::Calibrate(args) => analysis::calibrate(&args, registry),
         Command::Validate(args) => validate::validate(&args.scenarios, registry),
-        Command::List => print(&report::render_listing(registry, bundled::SCENARIOS)),
+        Command::List => print(&report::render_listing(
+            registry,
+            bundled::SCENARIOS,
+            report::TableOptions::for_stdout().width,
+        )),
         Command::Demo => print(&ratesim::demo::demo_text()),
     }
 }

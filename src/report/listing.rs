@@ -11,16 +11,22 @@ use crate::sim::Scenario;
 
 /// The algorithms of `registry` (name, worst-case formula, description) and then the
 /// `scenarios` (file name and TOML text, as in [`bundled::SCENARIOS`](crate::bundled::SCENARIOS)),
-/// each in aligned columns.
-pub fn render_listing(registry: &Registry, scenarios: &[(&str, &str)]) -> String {
+/// each in aligned columns. With `columns` (a terminal's width), the descriptions wrap
+/// at spaces under their own column so no line is wider; `None` never wraps.
+pub fn render_listing(
+    registry: &Registry,
+    scenarios: &[(&str, &str)],
+    columns: Option<u16>,
+) -> String {
     let width = registry.names().map(str::len).max().unwrap_or(0);
     let mut out = String::from(
-        "Algorithms (worst case: most admitted in any window of length W, for N per W, burst B;\nless when W is under 2N ns):\n",
+        "Algorithms, with the most each admits in any window of length W\n(for N per W and burst B; less when W is under 2N ns):\n",
     );
     for entry in registry.entries() {
         let (name, description) = (entry.name(), entry.description());
         let worst = entry.worst_case_formula().unwrap_or("?");
-        out.push_str(&format!("  {name:<width$}  {worst:<9}  {description}\n"));
+        let lead = format!("  {name:<width$}  {worst:<9}  ");
+        out.push_str(&hanging(&lead, description, columns));
     }
     out.push_str("\nBundled scenarios (scenarios/*.toml; `ratesim run scenarios/<file>`):\n");
     let width = scenarios.iter().map(|(f, _)| f.len()).max().unwrap_or(0);
@@ -30,8 +36,36 @@ pub fn render_listing(registry: &Registry, scenarios: &[(&str, &str)]) -> String
             Ok(s) => first_sentence(&s.description),
             Err(e) => format!("(does not parse: {e})"),
         };
-        out.push_str(&format!("  {file:<width$}  {summary}\n"));
+        out.push_str(&hanging(&format!("  {file:<width$}  "), &summary, columns));
     }
+    out
+}
+
+/// `lead` then `text`, wrapped at spaces to `columns` with every further line indented
+/// to where `text` began; a word longer than the room left stands on a line of its own.
+/// At least 20 columns are left for the text however wide `lead` is.
+fn hanging(lead: &str, text: &str, columns: Option<u16>) -> String {
+    let indent = lead.chars().count();
+    let Some(columns) = columns else {
+        return format!("{lead}{text}\n");
+    };
+    let room = usize::from(columns).saturating_sub(indent).max(20);
+    let mut out = String::from(lead);
+    let mut used = 0;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if used > 0 && used + 1 + len > room {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            used = 0;
+        } else if used > 0 {
+            out.push(' ');
+            used += 1;
+        }
+        out.push_str(word);
+        used += len;
+    }
+    out.push('\n');
     out
 }
 
@@ -57,7 +91,7 @@ mod tests {
 
     #[test]
     fn a_scenario_that_does_not_parse_is_listed_with_its_error() {
-        let text = render_listing(&Registry::default(), &[("bad.toml", "name = ")]);
+        let text = render_listing(&Registry::default(), &[("bad.toml", "name = ")], None);
         let line = text.lines().last().unwrap();
         assert!(line.starts_with("  bad.toml  (does not parse: "), "{line}");
     }
@@ -65,7 +99,7 @@ mod tests {
     #[test]
     fn every_registered_algorithm_is_listed_with_its_description() {
         let registry = Registry::default();
-        let text = render_listing(&registry, &[]);
+        let text = render_listing(&registry, &[], None);
         for name in registry.names() {
             let description = registry.description(name).unwrap();
             assert!(
@@ -74,5 +108,34 @@ mod tests {
                 "{name} missing from\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn on_an_80_column_terminal_no_line_is_wider_and_no_word_is_lost() {
+        let registry = Registry::default();
+        let scenarios = crate::bundled::SCENARIOS;
+        let wide = render_listing(&registry, scenarios, None);
+        assert!(
+            wide.lines().any(|l| l.chars().count() > 80),
+            "the test needs long lines"
+        );
+        let narrow = render_listing(&registry, scenarios, Some(80));
+        for line in narrow.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+        let words = |t: &str| t.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(words(&narrow), words(&wide));
+        // Continuation lines start under the description, not at the margin.
+        let tb = narrow
+            .lines()
+            .position(|l| l.starts_with("  token_bucket "))
+            .unwrap();
+        let next = narrow.lines().nth(tb + 1).unwrap();
+        let column = narrow.lines().nth(tb).unwrap().find("Bucket").unwrap();
+        assert_eq!(next.len() - next.trim_start().len(), column, "{narrow}");
     }
 }
