@@ -944,6 +944,42 @@ fn compare_limit_moves_the_boundary_bursts_to_the_new_windows() {
 }
 
 #[test]
+fn worst_case_searches_for_two_limits_keep_both_results() {
+    let t = TestDir::new();
+    t.ok(&["worst-case", "--limit", "5/10s", "--algos", "gcra", "-q"]);
+    t.ok(&[
+        "worst-case",
+        "--limit",
+        "3/1s",
+        "--burst",
+        "2",
+        "--algos",
+        "gcra",
+        "-q",
+    ]);
+    let files = t.files_under("output");
+    for expected in [
+        "output/worst-case/5-per-10s/gcra.toml",
+        "output/worst-case/3-per-1s-burst-2/gcra.toml",
+    ] {
+        assert!(
+            files.iter().any(|f| f.ends_with(expected)),
+            "{expected} in {files:?}"
+        );
+    }
+    let replay = t.ok(&[
+        "run",
+        "output/worst-case/5-per-10s/gcra.toml",
+        "-q",
+        "--no-charts",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&replay).unwrap();
+    assert_eq!(rows[0]["max_in_window"], 9, "B + N - 1 replayed: {replay}");
+}
+
+#[test]
 fn run_limit_replaces_the_scenarios_limit_and_moves_its_bursts() {
     let t = TestDir::new();
     let table = t.ok(&[

@@ -28,7 +28,8 @@ pub(super) struct WorstCaseArgs {
     /// Seed of the randomised search.
     #[arg(long, default_value_t = SearchOptions::default().seed, value_parser = parse_seed, allow_negative_numbers = true)]
     seed: u64,
-    /// Where the winning streams go [default: output/worst-case].
+    /// Where the winning streams go [default: output/worst-case/<MAX>-per-<WINDOW>,
+    /// plus -burst-<B> with --burst: a search for another limit keeps its own folder].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Do not list the files written.
@@ -107,7 +108,9 @@ pub(super) fn worst_case(args: &WorstCaseArgs, registry: &Registry) -> Result<()
     let algorithms = analysis.algorithms(registry)?;
     let out = match &args.out {
         Some(out) => out.clone(),
-        None => Path::new("output").join("worst-case"),
+        None => Path::new("output")
+            .join("worst-case")
+            .join(limit_folder(&rule)),
     };
     let out = report::prepare_output_dir(&out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
@@ -150,4 +153,14 @@ pub(super) fn calibrate(args: &CalibrateArgs, registry: &Registry) -> Result<(),
         Format::Csv | Format::Json => machine_readable(analysis.format, &rows)?,
     };
     print(&text)
+}
+
+/// The default folder of a worst-case search for `rule`: `5-per-10s`, and
+/// `5-per-10s-burst-8` when the burst is not the limit.
+fn limit_folder(rule: &Rule) -> String {
+    let mut name = format!("{}-per-{}", rule.max_requests(), rule.window());
+    if rule.burst() != rule.max_requests() {
+        name.push_str(&format!("-burst-{}", rule.burst()));
+    }
+    name
 }
