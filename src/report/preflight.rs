@@ -14,23 +14,25 @@ use crate::sim::{ClientModel, Scenario};
 /// Above this many expected arrivals, `validate`, `run` and `compare` warn.
 pub const ENORMOUS_RUN: u128 = 1_000_000_000;
 
-/// A warning for a scenario expected to generate more than [`ENORMOUS_RUN`] requests:
-/// the estimate and, if `decisions` (decisions.csv would be written), that file's
-/// approximate size. `None` for an ordinary run.
+/// Above this estimated size of `decisions.csv` (in bytes), they warn too: a run of a
+/// few million requests is quick, but its one row per decision is not a small file.
+pub const LARGE_DECISIONS_CSV: u128 = 1_000_000_000;
+
+/// A warning for a scenario expected to generate more than [`ENORMOUS_RUN`] requests,
+/// or, if `decisions` (decisions.csv would be written), a decisions.csv estimated above
+/// [`LARGE_DECISIONS_CSV`]: the estimate and that file's approximate size. `None` for an
+/// ordinary run.
 pub fn size_warning(scenario: &Scenario, decisions: bool) -> Option<String> {
     let arrivals = scenario.expected_arrivals();
-    if arrivals <= ENORMOUS_RUN {
+    let algorithms = scenario.algorithms.len();
+    let rows = arrivals.saturating_mul(algorithms as u128);
+    let file_bytes = rows.saturating_mul(row_bytes(scenario, arrivals));
+    let large_file = decisions && file_bytes > LARGE_DECISIONS_CSV;
+    if arrivals <= ENORMOUS_RUN && !large_file {
         return None;
     }
     let mut text = format!("about {} requests to simulate", grouped(arrivals));
     if decisions {
-        let algorithms = scenario.algorithms.len();
-        let rows = arrivals.saturating_mul(algorithms as u128);
-        // A row is about 50 bytes plus the digits of its seq and of its time in
-        // whole seconds (measured on the bundled scenarios).
-        let digits = |n: u128| n.checked_ilog10().map_or(1, |d| d + 1);
-        let row_bytes =
-            50 + digits(arrivals) + digits(u128::from(scenario.duration.as_u64() / 1_000_000_000));
         let some = match scenario.client {
             ClientModel::Open => "about",
             ClientModel::Retry { .. } => "at least",
@@ -40,10 +42,17 @@ pub fn size_warning(scenario: &Scenario, decisions: bool) -> Option<String> {
              (--no-decisions skips it)",
             grouped(rows),
             plural(algorithms),
-            bytes(rows.saturating_mul(u128::from(row_bytes))),
+            bytes(file_bytes),
         ));
     }
     Some(text)
+}
+
+/// The approximate size of one row of `decisions.csv`: about 50 bytes plus the digits
+/// of its seq and of its time in whole seconds (measured on the bundled scenarios).
+fn row_bytes(scenario: &Scenario, arrivals: u128) -> u128 {
+    let digits = |n: u128| u128::from(n.checked_ilog10().map_or(1, |d| d + 1));
+    50 + digits(arrivals) + digits(u128::from(scenario.duration.as_u64() / 1_000_000_000))
 }
 
 /// The `ok: …` line `validate` prints for a good `file` (its name, traffic sources,
@@ -180,6 +189,41 @@ mod tests {
             "{warning}"
         );
         assert!(warning.ends_with(" (--no-decisions skips it)"), "{warning}");
+    }
+
+    /// 30 M requests on six algorithms is a quick run but a decisions.csv of about 11 GB:
+    /// that alone is worth a warning (unless --no-decisions), `validate`'s too.
+    #[test]
+    fn a_decisions_csv_above_a_gigabyte_warns_even_for_a_modest_run() {
+        let modest = SMALL
+            .replace("duration = \"10s\"", "duration = \"3000s\"")
+            .replace("rate = 2.0", "rate = 10000.0")
+            .replace("[\"fixed_window\", \"gcra\"]", "[\"all\"]");
+        let s = scenario(&modest);
+        assert_eq!(s.expected_arrivals(), 30_000_000);
+        let warning = size_warning(&s, true).expect("180 M rows are worth a warning");
+        assert!(
+            warning.starts_with(
+                "about 30,000,000 requests to simulate; decisions.csv would hold about \
+                 180,000,000 rows (6 algorithms), about 11 GB"
+            ),
+            "{warning}"
+        );
+        assert_eq!(
+            size_warning(&s, false),
+            None,
+            "without decisions.csv it is ordinary"
+        );
+        let line = validation_summary(Path::new("modest.toml"), &s);
+        assert!(
+            line.contains("\nwarning: modest.toml: about 30,000,000 requests"),
+            "{line}"
+        );
+        // 3 M requests on one algorithm: about 0.2 GB, below the line.
+        let small_file = modest
+            .replace("rate = 10000.0", "rate = 1000.0")
+            .replace("[\"all\"]", "[\"gcra\"]");
+        assert_eq!(size_warning(&scenario(&small_file), true), None);
     }
 
     #[test]
