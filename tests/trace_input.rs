@@ -1,6 +1,6 @@
 //! Trace input: gzip read transparently and streamed, lines that are not requests
 //! (garbage, truncated, binary) as errors at file:line or skipped and reported, and
-//! arbitrary bytes giving an error, never a panic.
+//! arbitrary bytes giving an error, never a panic. Also the bundled nginx log.
 
 use std::fs;
 use std::io::Write;
@@ -10,7 +10,7 @@ use std::process::Command;
 use assert_cmd::cargo::CommandCargoExt;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use ratesim::sim::{TraceFormat, TraceOptions, TraceReader, TraceRow};
+use ratesim::sim::{Scenario, TraceFormat, TraceOptions, TraceReader, TraceRow};
 
 fn combined() -> TraceOptions {
     TraceOptions {
@@ -230,4 +230,33 @@ fn arbitrary_bytes_in_any_format_give_rows_or_an_error_never_a_panic() {
             }
         }
     }
+}
+
+#[test]
+fn the_bundled_nginx_log_scenario_replays_every_recorded_request() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario = Scenario::load(&root.join("scenarios/nginx_log.toml")).unwrap();
+    assert!(
+        scenario.read_traces().unwrap().is_empty(),
+        "no line skipped"
+    );
+    let ratesim::sim::TrafficKind::Trace { path, options } = &scenario.traffic[0].kind else {
+        panic!("a trace source")
+    };
+    let mut reader = TraceReader::open_with(path, options).unwrap();
+    let (mut n, mut last, mut scraper) = (0u64, ratesim::Nanos::ZERO, 0u64);
+    while let Some(row) = reader.next_row().unwrap() {
+        n += 1;
+        last = row.time;
+        scraper += u64::from(row.key == "127.0.0.66");
+    }
+    assert!((5_000..=50_000).contains(&n), "{n} requests");
+    assert!(
+        last < scenario.duration,
+        "the run covers the whole log ({last:?})"
+    );
+    assert!(
+        scraper * 2 > n,
+        "the scraper sends most requests ({scraper} of {n})"
+    );
 }
