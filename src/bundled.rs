@@ -19,6 +19,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "trace_replay.toml",
         include_str!("../scenarios/trace_replay.toml"),
     ),
+    (
+        "nginx_log.toml",
+        include_str!("../scenarios/nginx_log.toml"),
+    ),
 ];
 
 /// The built-in suite `ratesim compare` runs when no `--scenario` is given: steady,

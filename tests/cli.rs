@@ -138,7 +138,7 @@ fn every_bundled_scenario_runs_and_writes_every_file() {
         .filter(|f| f.ends_with(".toml"))
         .collect();
     scenarios.sort();
-    assert_eq!(scenarios.len(), 7, "{scenarios:?}");
+    assert_eq!(scenarios.len(), 8, "{scenarios:?}");
     for file in &scenarios {
         let name = file.trim_end_matches(".toml");
         let path = format!("scenarios/{file}");

@@ -87,7 +87,7 @@ fn expected_attempts(s: &Scenario) -> Option<f64> {
                 let boundaries = (t.end.saturating_sub(t.start).as_u64() / period.as_u64()) as f64;
                 2.0 * *size as f64 * (boundaries + 2.0)
             }
-            TrafficKind::Trace { path } => {
+            TrafficKind::Trace { path, .. } => {
                 let file = path.canonicalize().ok()?;
                 if !(file.starts_with(SCENARIOS.join("traces")) && file.is_file()) {
                     return None;

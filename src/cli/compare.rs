@@ -38,7 +38,9 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
     for scenario in &mut scenarios {
         apply_overrides(scenario, &args.common, registry, args.scenarios.is_empty())?;
         // Every trace is read through before the first run writes anything.
-        scenario.validate().map_err(input)?;
+        for (trace, skipped) in scenario.read_traces().map_err(input)? {
+            eprintln!("ratesim: warning: {}", skipped.describe(&trace));
+        }
         if let Some(warning) = report::size_warning(scenario, !args.common.no_decisions) {
             eprintln!("ratesim: warning: {}: {warning}", scenario.name);
         }

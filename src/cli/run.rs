@@ -81,7 +81,9 @@ impl Common {
 pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
     let mut scenario = Scenario::load_with(&args.scenario, registry).map_err(input)?;
     apply_overrides(&mut scenario, &args.common, registry, false)?;
-    scenario.validate().map_err(input)?;
+    for (trace, skipped) in scenario.read_traces().map_err(input)? {
+        eprintln!("ratesim: warning: {}", skipped.describe(&trace));
+    }
     if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
         eprintln!("ratesim: warning: {warning}");
     }

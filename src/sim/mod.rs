@@ -44,7 +44,10 @@ pub use scenario::{
 pub mod calibrate;
 pub mod worst_case;
 
-pub use trace::{TraceError, TraceReader, TraceRow, parse_whole};
+pub use trace::{
+    COMBINED_FIELDS, KeyTemplate, SameSecond, SkippedLines, StatusMatch, TimeFormat, TraceError,
+    TraceFormat, TraceOptions, TraceReader, TraceRow, parse_whole,
+};
 pub use traffic::{Arrival, ArrivalStream, KeyTable};
 
 use serde::Serialize;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub(crate) use burst::burst_period;
 pub use error::ScenarioError;
 
-use super::trace::TraceReader;
+use super::trace::{SkippedLines, TraceOptions, TraceReader};
 use crate::registry::{Registry, UnknownAlgorithm};
 use crate::rule::Rule;
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -104,10 +104,13 @@ pub enum TrafficKind {
         /// Length of each idle period.
         off: Nanos,
     },
-    /// Replays a CSV file `time_s,key[,cost]`.
+    /// Replays a log file: `time_s,key[,cost]` CSV by default, or named CSV columns,
+    /// a combined access log, or JSON lines (gzip read transparently).
     Trace {
         /// The trace file, resolved against the scenario's folder.
         path: PathBuf,
+        /// How to read it (the default reads `time_s,key[,cost]` CSV).
+        options: TraceOptions,
     },
 }
 
@@ -303,13 +306,23 @@ impl Scenario {
     /// Checks what parsing cannot: every trace file exists, is well formed and sorted.
     /// Reads traces as a stream, never whole.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.read_traces().map(|_| ())
+    }
+
+    /// [`Scenario::validate`], saying which traces had lines skipped as not requests
+    /// (`skip_bad_lines = true`): `(trace file, what was skipped)` for each such trace.
+    pub fn read_traces(&self) -> Result<Vec<(PathBuf, SkippedLines)>, ScenarioError> {
+        let mut skipped = Vec::new();
         for spec in &self.traffic {
-            if let TrafficKind::Trace { path } = &spec.kind {
-                let mut reader = TraceReader::open(path)?;
+            if let TrafficKind::Trace { path, options } = &spec.kind {
+                let mut reader = TraceReader::open_with(path, options)?;
                 while reader.next_row()?.is_some() {}
+                if reader.skipped().count > 0 {
+                    skipped.push((path.clone(), reader.skipped().clone()));
+                }
             }
         }
-        Ok(())
+        Ok(skipped)
     }
 
     /// Replaces the algorithm list with `names` of `registry` (`all` allowed), e.g.

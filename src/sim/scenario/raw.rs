@@ -103,9 +103,104 @@ pub(super) struct RawTraffic {
     pub(super) key_popularity: Option<Spanned<String>>,
     pub(super) zipf_exponent: Option<Spanned<f64>>,
     pub(super) key_prefix: Option<Spanned<String>>,
-    pub(super) cost: Option<Spanned<Whole>>,
+    pub(super) cost: Option<Spanned<CostValue>>,
     pub(super) start: Option<Spanned<Dur>>,
     pub(super) end: Option<Spanned<Dur>>,
+    // `trace` only: how the file is read.
+    pub(super) format: Option<Spanned<String>>,
+    pub(super) key: Option<Spanned<String>>,
+    pub(super) time_field: Option<Spanned<String>>,
+    pub(super) time_format: Option<Spanned<String>>,
+    pub(super) origin: Option<Spanned<String>>,
+    pub(super) same_second: Option<Spanned<String>>,
+    pub(super) reorder: Option<Spanned<Dur>>,
+    pub(super) include_status: Option<Spanned<Vec<Spanned<StatusValue>>>>,
+    pub(super) exclude_status: Option<Spanned<Vec<Spanned<StatusValue>>>>,
+    pub(super) skip_bad_lines: Option<Spanned<bool>>,
+}
+
+/// `cost`: a whole number, or (for a trace) the name of the field that holds it.
+pub(super) enum CostValue {
+    Number(u64),
+    Field(String),
+}
+
+impl<'de> Deserialize<'de> for CostValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CostValue, D::Error> {
+        struct Visit;
+        impl Visitor<'_> for Visit {
+            type Value = CostValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                WholeVisitor::<{ u64::MAX }>.expecting(f)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<CostValue, E> {
+                WholeVisitor::<{ u64::MAX }>
+                    .visit_u64(v)
+                    .map(CostValue::Number)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<CostValue, E> {
+                WholeVisitor::<{ u64::MAX }>
+                    .visit_i64(v)
+                    .map(CostValue::Number)
+            }
+            fn visit_i128<E: de::Error>(self, v: i128) -> Result<CostValue, E> {
+                WholeVisitor::<{ u64::MAX }>
+                    .visit_i128(v)
+                    .map(CostValue::Number)
+            }
+            fn visit_u128<E: de::Error>(self, v: u128) -> Result<CostValue, E> {
+                WholeVisitor::<{ u64::MAX }>
+                    .visit_u128(v)
+                    .map(CostValue::Number)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<CostValue, E> {
+                WholeVisitor::<{ u64::MAX }>
+                    .visit_f64(v)
+                    .map(CostValue::Number)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CostValue, E> {
+                Ok(CostValue::Field(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// One entry of `include_status` / `exclude_status`: a code (`404`) or a string
+/// (`"4xx"`, checked by the builder).
+pub(super) enum StatusValue {
+    Code(u64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for StatusValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<StatusValue, D::Error> {
+        struct Visit;
+        const EXPECTED: &str = "an HTTP status like 404 or a class like \"4xx\"";
+        impl Visitor<'_> for Visit {
+            type Value = StatusValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StatusValue, E> {
+                Ok(StatusValue::Code(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StatusValue, E> {
+                u64::try_from(v)
+                    .map(StatusValue::Code)
+                    .map_err(|_| E::custom(format!("`{v}` is negative; expected {EXPECTED}")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<StatusValue, E> {
+                Err(E::custom(format!(
+                    "`{v:?}` is not a status; expected {EXPECTED}"
+                )))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StatusValue, E> {
+                Ok(StatusValue::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// The `[client]` table.
@@ -231,6 +326,16 @@ impl RawTraffic {
             ("cost", span(&self.cost)),
             ("start", span(&self.start)),
             ("end", span(&self.end)),
+            ("format", span(&self.format)),
+            ("key", span(&self.key)),
+            ("time_field", span(&self.time_field)),
+            ("time_format", span(&self.time_format)),
+            ("origin", span(&self.origin)),
+            ("same_second", span(&self.same_second)),
+            ("reorder", span(&self.reorder)),
+            ("include_status", span(&self.include_status)),
+            ("exclude_status", span(&self.exclude_status)),
+            ("skip_bad_lines", span(&self.skip_bad_lines)),
         ]
         .into_iter()
         .filter_map(|(name, s)| s.map(|s| (name, s)))

@@ -1,103 +1,116 @@
-//! The `time_s,key[,cost]` CSV trace format.
+//! The CSV trace format: `time_s,key[,cost]`, or columns named by a header row.
 //!
-//! A header line starting with `time_s` is skipped, as are blank lines and lines
-//! starting with `#`; fields are trimmed. Times are exact decimal seconds (`1.5`, no
-//! unit), never floats. This file only reads rows; it opens no file.
+//! Blank lines and lines starting with `#` are skipped; fields are trimmed. Without
+//! `key`, `cost` (a field), `time_field` or `time_format`, a row is `time_s,key[,cost]`
+//! by position and a first row starting with `time_s` is a header to skip (the format
+//! as it always was). With any of them, columns are named: by the first row when it
+//! contains the time field's name, else `time_s,key,cost`. This file only splits rows
+//! into fields; it opens no file and interprets no value.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::borrow::Cow;
 
-use super::{Format, TraceError, TraceRow, parse_whole};
-use crate::time::{Nanos, ParseTimeError};
+use super::input::Input;
+use super::options::{TraceFormat, TraceOptions};
+use super::{Fault, Format};
+
+/// The column names of a trace without a header row.
+const IMPLICIT: [&str; 3] = ["time_s", "key", "cost"];
 
 /// A CSV trace being read.
 pub(super) struct CsvTrace {
-    path: PathBuf,
-    reader: ::csv::Reader<Box<dyn Read + Send>>,
+    reader: ::csv::Reader<Input>,
     record: ::csv::StringRecord,
-    last: Nanos,
+    /// The columns' names.
+    names: Vec<String>,
+    /// Positional `time_s,key[,cost]`, as before named columns existed.
+    positional: bool,
+    time_field: String,
     first: bool,
 }
 
 impl CsvTrace {
-    /// Reads CSV rows from `reader`; `path` names it in errors.
-    pub(super) fn new(path: &Path, reader: impl Read + Send + 'static) -> CsvTrace {
+    /// Reads CSV rows from `input` as `options` say.
+    pub(super) fn new(input: Input, options: &TraceOptions) -> CsvTrace {
+        debug_assert_eq!(options.format, TraceFormat::Csv);
         let reader = ::csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
             .trim(::csv::Trim::All)
             .comment(Some(b'#'))
-            .from_reader(Box::new(reader) as Box<dyn Read + Send>);
+            .from_reader(input);
+        let positional = options.key.is_none()
+            && options.cost_field.is_none()
+            && options.time_field.is_none()
+            && options.time_format.is_none();
         CsvTrace {
-            path: path.to_path_buf(),
             reader,
             record: ::csv::StringRecord::new(),
-            last: Nanos::ZERO,
+            names: IMPLICIT.iter().map(|n| n.to_string()).collect(),
+            positional,
+            time_field: options.effective_time_field().to_string(),
             first: true,
+        }
+    }
+
+    /// Whether the first row is a header: it names the columns instead of holding a
+    /// request.
+    fn is_header(&self) -> bool {
+        if self.positional {
+            self.record.get(0) == Some("time_s")
+        } else {
+            self.record.iter().any(|f| f == self.time_field)
         }
     }
 }
 
 impl Format for CsvTrace {
-    fn next_row(&mut self) -> Result<Option<TraceRow>, TraceError> {
+    fn advance(&mut self) -> Result<Option<usize>, Fault> {
         loop {
-            let more = self.reader.read_record(&mut self.record).map_err(|e| {
-                let line = e.position().map(|p| p.line() as usize);
-                TraceError::new(&self.path, line, format!("unreadable row: {e}"))
-            })?;
+            let more = match self.reader.read_record(&mut self.record) {
+                Ok(more) => more,
+                Err(e) => {
+                    let line = e.position().map(|p| p.line() as usize);
+                    let message = format!("unreadable row: {e}");
+                    return Err(match (e.kind(), line) {
+                        (::csv::ErrorKind::Io(_), _) | (_, None) => Fault::Fatal(line, message),
+                        (_, Some(line)) => Fault::Bad(line, message),
+                    });
+                }
+            };
             if !more {
                 return Ok(None);
             }
-            let line = self.record.position().map(|p| p.line() as usize);
-            let fail = |msg: String| TraceError::new(&self.path, line, msg);
+            let line = self.record.position().map_or(0, |p| p.line() as usize);
             let first = std::mem::replace(&mut self.first, false);
-            if first && self.record.get(0) == Some("time_s") {
+            if first && self.is_header() {
+                if !self.positional {
+                    self.names = self.record.iter().map(str::to_string).collect();
+                }
                 continue;
             }
             if self.record.iter().all(str::is_empty) {
                 continue; // a blank line
             }
-            if !(2..=3).contains(&self.record.len()) {
-                let n = self.record.len();
+            let n = self.record.len();
+            if self.positional && !(2..=3).contains(&n) {
                 let fields = if n == 1 { "field" } else { "fields" };
-                return Err(fail(format!(
-                    "expected `time_s,key[,cost]`, found {n} {fields}"
-                )));
+                let message = format!("expected `time_s,key[,cost]`, found {n} {fields}");
+                return Err(Fault::Bad(line, message));
             }
-            let time_text = &self.record[0];
-            let time = parse_time_s(time_text).map_err(fail)?;
-            if time < self.last {
-                return Err(fail(format!(
-                    "time_s {time_text} is earlier than the previous row's {}; \
-                     expected rows sorted by time",
-                    self.last.to_decimal_secs()
-                )));
+            if !self.positional && n > self.names.len() {
+                let message = format!(
+                    "found {n} fields, more than the {} columns named ({})",
+                    self.names.len(),
+                    self.names.join(",")
+                );
+                return Err(Fault::Bad(line, message));
             }
-            let key = self.record[1].to_string();
-            if key.is_empty() {
-                return Err(fail("expected a key in the second field".to_string()));
-            }
-            let cost = match self.record.get(2) {
-                None | Some("") => None,
-                Some(text) => Some(parse_whole(text).map_err(|e| fail(format!("bad cost: {e}")))?),
-            };
-            self.last = time;
-            return Ok(Some(TraceRow { time, key, cost }));
+            return Ok(Some(line));
         }
     }
-}
 
-/// A `time_s` field as exact decimal seconds, or why not.
-fn parse_time_s(text: &str) -> Result<Nanos, String> {
-    Nanos::parse_decimal_secs(text).map_err(|e| {
-        // Decimal seconds only: the duration hints ("10s") do not apply here.
-        let seconds = "expected decimal seconds like 1.5 (no unit)";
-        match e {
-            ParseTimeError::Invalid(t) | ParseTimeError::UnknownUnit(t) => {
-                format!("bad time_s: `{t}` is not a number; {seconds}")
-            }
-            ParseTimeError::Empty => format!("bad time_s: empty; {seconds}"),
-            other => format!("bad time_s: {other}"),
-        }
-    })
+    fn field(&self, name: &str) -> Result<Option<Cow<'_, str>>, String> {
+        let column = self.names.iter().position(|n| n == name);
+        Ok(column.and_then(|i| self.record.get(i)).map(Cow::Borrowed))
+    }
 }

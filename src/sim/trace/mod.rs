@@ -1,21 +1,36 @@
-//! Trace files: request logs replayed as traffic, read one row at a time.
+//! Trace files: request logs replayed as traffic, read one line at a time.
 //!
-//! A trace is read as a stream, never whole, and every row is checked as it is read:
-//! its syntax, a key, a whole-number cost, and times sorted (the arrival merge relies on
-//! it). Problems are [`TraceError`]s at `file:line:col`. This module knows nothing of
-//! scenarios, arrival streams or algorithms; it turns bytes into [`TraceRow`]s and stops.
+//! A trace is read as a stream, never whole (gzip included), and every line is checked
+//! as it is read: its syntax, a key, a whole-number cost, and its time, which must be
+//! sorted or at most `reorder` out of order. Problems are [`TraceError`]s at
+//! `file:line:col`. This module knows nothing of scenarios, arrival streams or
+//! algorithms; it turns bytes into [`TraceRow`]s and stops.
 //!
-//! Each log format is one file implementing [`Format`]; today there is one,
-//! [`csv`] (`time_s,key[,cost]`). A new format is a new file here plus a way to pick it
-//! in [`TraceReader`], not a change to the others.
+//! Each log format is one file implementing [`Format`] ([`csv`], [`combined`],
+//! [`jsonl`]): it says what a line's fields are, nothing more. What is shared lives
+//! apart: [`input`] (gzip, bounded lines), [`extract`] (fields → time, key, cost,
+//! status filters), [`timestamp`] (every time format, exact to the ns), [`order`]
+//! (the reorder buffer, `same_second`, the origin) and [`options`] (what a scenario
+//! can ask for). A new format is a new file here plus a name in [`TraceFormat`].
 
+mod combined;
 mod csv;
+mod extract;
+mod input;
+mod jsonl;
+mod options;
+mod order;
+mod timestamp;
 
+use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::time::Nanos;
+pub use combined::FIELDS as COMBINED_FIELDS;
+pub use options::{KeyTemplate, SameSecond, StatusMatch, TimeFormat, TraceFormat, TraceOptions};
+pub(crate) use timestamp::parse as parse_time;
 
 /// One row of a trace file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,34 +84,101 @@ impl std::fmt::Display for Location {
     }
 }
 
-/// One log format: its rows in file order, each checked as it is read.
+/// What went wrong reading a line: a line that is not a request (skippable with
+/// `skip_bad_lines`), or a problem that ends the reading (the file is unreadable).
+enum Fault {
+    /// The line is garbage, truncated, binary, or lacks a field: `(line, message)`.
+    Bad(usize, String),
+    /// Reading cannot go on (an I/O error, a corrupt gzip stream).
+    Fatal(Option<usize>, String),
+}
+
+/// One log format: its lines, and the fields of the current one.
 ///
-/// A format reports every problem at the row's line, skips what the format says to
-/// skip (headers, comments, blank lines), and rejects a row earlier than the one
-/// before it (in its own words, naming the time as written).
+/// A format skips what it says to skip (headers, comments, blank lines) and reports a
+/// line it cannot split into fields as [`Fault::Bad`]. What the fields mean (which is
+/// the time, the key, the cost) is not its business.
 trait Format: Send {
-    /// The next row, or `None` at the end of the file.
-    fn next_row(&mut self) -> Result<Option<TraceRow>, TraceError>;
+    /// Moves to the next line that may hold a request: its 1-based number, or `None`
+    /// at the end of the file.
+    fn advance(&mut self) -> Result<Option<usize>, Fault>;
+
+    /// Field `name` of the current line as text, `None` when the line has no such
+    /// field, or why the field is unusable (a JSON object where text was expected).
+    fn field(&self, name: &str) -> Result<Option<Cow<'_, str>>, String>;
+}
+
+/// Lines that were not requests and were skipped (`skip_bad_lines = true`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SkippedLines {
+    /// How many.
+    pub count: u64,
+    /// The first one: its line number and why it was skipped.
+    pub first: Option<(usize, String)>,
+}
+
+impl SkippedLines {
+    /// What a run or `validate` says about the lines skipped in `trace`, as one line.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use ratesim::sim::SkippedLines;
+    /// let s = SkippedLines { count: 2, first: Some((7, "no [time]".into())) };
+    /// assert_eq!(
+    ///     s.describe(Path::new("a.log")),
+    ///     "a.log: skipped 2 lines that are not requests (skip_bad_lines = true); the first, line 7: no [time]"
+    /// );
+    /// ```
+    pub fn describe(&self, trace: &Path) -> String {
+        let lines = if self.count == 1 {
+            "line that is not a request"
+        } else {
+            "lines that are not requests"
+        };
+        let first = self
+            .first
+            .as_ref()
+            .map(|(line, why)| format!("; the first, line {line}: {why}"))
+            .unwrap_or_default();
+        format!(
+            "{}: skipped {} {lines} (skip_bad_lines = true){first}",
+            trace.display(),
+            self.count
+        )
+    }
 }
 
 /// Streams a trace file's rows, checking each.
 ///
-/// The format is `time_s,key[,cost]` CSV: a header line starting with `time_s` is
-/// skipped, as are blank lines and lines starting with `#`; times are exact decimal
-/// seconds.
+/// By default ([`TraceOptions::default`]) the format is `time_s,key[,cost]` CSV: a
+/// header line starting with `time_s` is skipped, as are blank lines and lines starting
+/// with `#`; times are exact decimal seconds. Gzip is recognised and decompressed.
 pub struct TraceReader {
+    path: PathBuf,
     format: Box<dyn Format>,
+    extractor: extract::Extractor,
+    sorter: order::Sorter,
+    origin: order::Origin,
+    time_field: String,
+    skip_bad_lines: bool,
+    skipped: SkippedLines,
+    done: bool,
 }
 
 impl TraceReader {
-    /// Opens the trace at `path`.
+    /// Opens the `time_s,key[,cost]` CSV trace at `path`.
     pub fn open(path: &Path) -> Result<TraceReader, TraceError> {
-        let file = File::open(path)
-            .map_err(|e| TraceError::new(path, None, format!("cannot open trace: {e}")))?;
-        Ok(TraceReader::from_reader(path, BufReader::new(file)))
+        TraceReader::open_with(path, &TraceOptions::default())
     }
 
-    /// Reads a trace from `reader` (e.g. bytes in memory); `path` names it in errors.
+    /// Opens the trace at `path`, read as `options` say.
+    pub fn open_with(path: &Path, options: &TraceOptions) -> Result<TraceReader, TraceError> {
+        let file = File::open(path)
+            .map_err(|e| TraceError::new(path, None, format!("cannot open trace: {e}")))?;
+        Ok(TraceReader::from_reader_with(path, file, options))
+    }
+
+    /// Reads a CSV trace from `reader` (e.g. bytes in memory); `path` names it in errors.
     ///
     /// ```
     /// use std::path::Path;
@@ -107,14 +189,108 @@ impl TraceReader {
     /// # Ok::<(), ratesim::sim::ScenarioError>(())
     /// ```
     pub fn from_reader(path: &Path, reader: impl Read + Send + 'static) -> TraceReader {
+        TraceReader::from_reader_with(path, reader, &TraceOptions::default())
+    }
+
+    /// Reads a trace from `reader` as `options` say; `path` names it in errors.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use ratesim::{Nanos, sim::{TraceFormat, TraceOptions, TraceReader}};
+    /// let line = "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl\"\n";
+    /// let options = TraceOptions { format: TraceFormat::Combined, ..TraceOptions::default() };
+    /// let mut trace = TraceReader::from_reader_with(Path::new("access.log"), line.as_bytes(), &options);
+    /// let row = trace.next_row()?.expect("one request");
+    /// assert_eq!((row.time, row.key.as_str()), (Nanos::ZERO, "10.0.0.1"));
+    /// # Ok::<(), ratesim::sim::ScenarioError>(())
+    /// ```
+    pub fn from_reader_with(
+        path: &Path,
+        reader: impl Read + Send + 'static,
+        options: &TraceOptions,
+    ) -> TraceReader {
+        let input = input::Input::new(reader);
+        let format: Box<dyn Format> = match options.format {
+            TraceFormat::Csv => Box::new(csv::CsvTrace::new(input, options)),
+            TraceFormat::Combined => Box::new(combined::CombinedLog::new(input)),
+            TraceFormat::Jsonl => Box::new(jsonl::JsonLines::new(input)),
+        };
+        let absolute = options.effective_time_format().is_absolute();
         TraceReader {
-            format: Box::new(csv::CsvTrace::new(path, reader)),
+            path: path.to_path_buf(),
+            format,
+            extractor: extract::Extractor::new(options),
+            sorter: order::Sorter::new(options.reorder, options.same_second, absolute),
+            origin: order::Origin::new(options.origin, absolute),
+            time_field: options.effective_time_field().to_string(),
+            skip_bad_lines: options.skip_bad_lines,
+            skipped: SkippedLines::default(),
+            done: false,
         }
     }
 
-    /// The next row, or `None` at the end of the file.
+    /// The next row in time order, or `None` at the end of the file.
     pub fn next_row(&mut self) -> Result<Option<TraceRow>, TraceError> {
-        self.format.next_row()
+        loop {
+            if let Some(request) = self.sorter.pop() {
+                let time = (self.origin)
+                    .place(&request)
+                    .map_err(|e| TraceError::new(&self.path, Some(request.line), e))?;
+                return Ok(Some(TraceRow {
+                    time,
+                    key: request.key,
+                    cost: request.cost,
+                }));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.next_request()? {
+                Some(request) => {
+                    let line = request.line;
+                    (self.sorter)
+                        .push(request, &self.time_field)
+                        .map_err(|e| TraceError::new(&self.path, Some(line), e))?;
+                }
+                None => {
+                    self.sorter.finish();
+                    self.done = true;
+                }
+            }
+        }
+    }
+
+    /// The lines skipped so far as not requests (always none without `skip_bad_lines`).
+    pub fn skipped(&self) -> &SkippedLines {
+        &self.skipped
+    }
+
+    /// The next request in file order (status filters applied, bad lines skipped if
+    /// asked), or `None` at the end of the file.
+    fn next_request(&mut self) -> Result<Option<extract::Request>, TraceError> {
+        loop {
+            let fault = match self.format.advance() {
+                Ok(None) => return Ok(None),
+                Ok(Some(line)) => match self.extractor.request(self.format.as_ref(), line) {
+                    Ok(Some(request)) => return Ok(Some(request)),
+                    Ok(None) => continue,
+                    Err(message) => Fault::Bad(line, message),
+                },
+                Err(fault) => fault,
+            };
+            match fault {
+                Fault::Bad(line, message) if self.skip_bad_lines => {
+                    self.skipped.count += 1;
+                    self.skipped.first.get_or_insert((line, message));
+                }
+                Fault::Bad(line, message) => {
+                    return Err(TraceError::new(&self.path, Some(line), message));
+                }
+                Fault::Fatal(line, message) => {
+                    return Err(TraceError::new(&self.path, line, message));
+                }
+            }
+        }
     }
 }
 

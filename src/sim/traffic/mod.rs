@@ -196,7 +196,8 @@ enum Pattern {
         on: u64,
         off: u64,
     },
-    Trace(TraceReader),
+    // Boxed: a reader (its reorder buffer, its format) is far larger than the other patterns.
+    Trace(Box<TraceReader>),
 }
 
 impl Pattern {
@@ -234,7 +235,9 @@ impl Pattern {
                 on: on.as_u64(),
                 off: off.as_u64(),
             },
-            TrafficKind::Trace { path } => Pattern::Trace(TraceReader::open(path)?),
+            TrafficKind::Trace { path, options } => {
+                Pattern::Trace(Box::new(TraceReader::open_with(path, options)?))
+            }
         })
     }
 }

@@ -7,6 +7,7 @@
 //! generates traffic.
 
 mod sources;
+mod trace;
 
 use std::ops::Range;
 use std::path::Path;

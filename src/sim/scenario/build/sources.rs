@@ -4,8 +4,6 @@
 //! Like the rest of [`super`], this validates and fills in defaults, reporting the first
 //! problem at the field to change; it generates no arrival and opens no trace file.
 
-use std::path::Path;
-
 use toml::Spanned;
 
 use super::Builder;
@@ -14,7 +12,7 @@ use crate::sim::scenario::burst::{
     BURST_RULE, burst_fits, burst_period, least_burst_period, most_burst_spread,
     window_too_short_for_bursts,
 };
-use crate::sim::scenario::raw::{Dur, RawTraffic};
+use crate::sim::scenario::raw::{CostValue, Dur, RawTraffic};
 use crate::sim::scenario::{KeySpec, Popularity, Rate, ScenarioError, TrafficKind, TrafficSpec};
 use crate::time::Nanos;
 
@@ -25,7 +23,23 @@ const KINDS: &[(&str, &[&str], &[&str])] = &[
     ("poisson", &["rate"], &["rate"]),
     ("boundary_burst", &["size", "spread", "period"], &["size"]),
     ("on_off", &["rate", "on", "off"], &["rate", "on", "off"]),
-    ("trace", &["path", "cost"], &["path"]),
+    ("trace", TRACE_FIELDS, &["path"]),
+];
+
+/// The fields a `trace` source takes: its file, and how to read it.
+const TRACE_FIELDS: &[&str] = &[
+    "path",
+    "cost",
+    "format",
+    "key",
+    "time_field",
+    "time_format",
+    "origin",
+    "same_second",
+    "reorder",
+    "include_status",
+    "exclude_status",
+    "skip_bad_lines",
 ];
 
 /// The fields every generated (non-trace) source takes: its clients, cost and span.
@@ -52,7 +66,9 @@ impl Builder<'_> {
         rule: &Rule,
         duration: Nanos,
     ) -> Result<TrafficSpec, ScenarioError> {
-        let kind = match self.kind_fields(raw)? {
+        let kind_name = self.kind_fields(raw)?;
+        let cost = self.cost(raw, kind_name)?;
+        let kind = match kind_name {
             "uniform" => TrafficKind::Uniform {
                 rate: self.rate(raw)?,
             },
@@ -61,7 +77,7 @@ impl Builder<'_> {
             },
             "boundary_burst" => self.boundary_burst(raw, rule)?,
             "on_off" => self.on_off(raw)?,
-            _ => self.trace(raw),
+            _ => self.trace(raw)?,
         };
         let keys = KeySpec {
             count: self.key_count(raw)?,
@@ -71,7 +87,6 @@ impl Builder<'_> {
                 .as_ref()
                 .map_or_else(|| "client".to_string(), |p| p.get_ref().clone()),
         };
-        let cost = raw.cost.as_ref().map_or(1, |c| c.get_ref().0);
         let (start, end) = self.active_span(raw, duration)?;
         Ok(TrafficSpec {
             kind,
@@ -199,12 +214,21 @@ impl Builder<'_> {
         })
     }
 
-    /// A trace source; its path resolves against the scenario's folder.
-    fn trace(&self, raw: &RawTraffic) -> TrafficKind {
-        let p = raw.path.as_ref().expect("checked as required");
-        let folder = self.origin.parent().unwrap_or(Path::new(""));
-        TrafficKind::Trace {
-            path: folder.join(p.get_ref()),
+    /// `cost`: permits per request, default 1. Only a trace may name a field instead
+    /// (read by [`Builder::trace`]); its requests without one cost the default.
+    fn cost(&self, raw: &RawTraffic, kind: &str) -> Result<u64, ScenarioError> {
+        match raw.cost.as_ref().map(|c| (c.get_ref(), c.span())) {
+            None => Ok(1),
+            Some((CostValue::Number(n), _)) => Ok(*n),
+            Some((CostValue::Field(_), _)) if kind == "trace" => Ok(1),
+            Some((CostValue::Field(f), span)) => Err(self.err(
+                span,
+                format!(
+                    "found the string {f:?}; expected a whole number from 0 to {}, without \
+                     quotes (only a `trace` source can name a field for its cost)",
+                    u64::MAX
+                ),
+            )),
         }
     }
 

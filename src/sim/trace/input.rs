@@ -1,0 +1,131 @@
+//! A trace's bytes: plain or gzip-compressed (recognised by its magic bytes, whatever
+//! the file is called), streamed, and cut into bounded lines.
+//!
+//! Nothing here is ever held whole: gzip is decompressed as it is read, and a line
+//! longer than [`MAX_LINE`] is consumed without being stored (and reported as not a
+//! request). This module knows nothing of formats or fields.
+
+use std::io::{self, BufRead, BufReader, Read};
+
+use flate2::bufread::MultiGzDecoder;
+
+/// The first two bytes of every gzip member.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The longest line kept, in bytes: far beyond any real log line, small enough that
+/// garbage without newlines cannot exhaust memory.
+pub(super) const MAX_LINE: usize = 1 << 20;
+
+type Boxed = Box<dyn Read + Send>;
+
+/// A trace's decoded bytes: gzip is detected on the first read and decompressed
+/// (every member of a multi-member file, as `zcat` does).
+pub(super) struct Input {
+    inner: Inner,
+}
+
+enum Inner {
+    /// Not read yet: whether it is gzip is decided by its first bytes.
+    Pending(BufReader<Boxed>),
+    Plain(BufReader<Boxed>),
+    Gzip(Box<MultiGzDecoder<BufReader<Boxed>>>),
+}
+
+impl Input {
+    /// The bytes of `reader`, decompressed if they are gzip.
+    pub(super) fn new(reader: impl Read + Send + 'static) -> Input {
+        Input {
+            inner: Inner::Pending(BufReader::new(Box::new(reader))),
+        }
+    }
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Inner::Pending(reader) = &mut self.inner {
+            let gzip = reader.fill_buf()?.starts_with(&GZIP_MAGIC);
+            let empty: Boxed = Box::new(io::empty());
+            let reader = std::mem::replace(reader, BufReader::new(empty));
+            self.inner = if gzip {
+                Inner::Gzip(Box::new(MultiGzDecoder::new(reader)))
+            } else {
+                Inner::Plain(reader)
+            };
+        }
+        match &mut self.inner {
+            Inner::Pending(_) => Ok(0),
+            Inner::Plain(r) => r.read(buf),
+            Inner::Gzip(r) => r.read(buf),
+        }
+    }
+}
+
+/// One line of text, or why it is not one.
+pub(super) enum Line<'a> {
+    /// The line without its `\n` (or `\r\n`).
+    Text(&'a str),
+    /// Not UTF-8, or longer than [`MAX_LINE`]: not a request in any format.
+    Bad(String),
+}
+
+/// An [`Input`] read one bounded line at a time, counting lines from 1.
+pub(super) struct Lines {
+    reader: BufReader<Input>,
+    buf: Vec<u8>,
+    number: usize,
+}
+
+impl Lines {
+    /// The lines of `input`.
+    pub(super) fn new(input: Input) -> Lines {
+        Lines {
+            reader: BufReader::new(input),
+            buf: Vec::new(),
+            number: 0,
+        }
+    }
+
+    /// The next line and its 1-based number, or `None` at the end. Errors are the
+    /// input's own (unreadable, a corrupt or truncated gzip stream).
+    pub(super) fn next_line(&mut self) -> io::Result<Option<(usize, Line<'_>)>> {
+        self.buf.clear();
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                break;
+            }
+            any = true;
+            let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            let room = MAX_LINE.saturating_sub(self.buf.len());
+            if take > room {
+                too_long = true;
+            }
+            self.buf.extend_from_slice(&chunk[..take.min(room)]);
+            self.reader.consume(take);
+            if done {
+                break;
+            }
+        }
+        if !any {
+            return Ok(None);
+        }
+        self.number += 1;
+        if too_long {
+            let why = format!("a line longer than {MAX_LINE} bytes; expected a log line");
+            return Ok(Some((self.number, Line::Bad(why))));
+        }
+        let mut bytes = self.buf.as_slice();
+        bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        let line = match std::str::from_utf8(bytes) {
+            Ok(text) => Line::Text(text),
+            Err(_) => Line::Bad("not UTF-8 text (binary data?); expected a log line".to_string()),
+        };
+        Ok(Some((self.number, line)))
+    }
+}

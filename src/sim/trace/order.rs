@@ -1,0 +1,214 @@
+//! Putting requests in time order: the bounded `reorder` buffer, the optional spread of
+//! each second's requests over that second, and the origin that becomes t = 0.
+//!
+//! Requests go in in file order and come out sorted by (time, file order). The buffer
+//! holds only the requests within `reorder` of the latest time seen, and one second's
+//! requests when spreading, never the file. This module parses nothing.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::extract::Request;
+use super::options::SameSecond;
+use super::timestamp::Stamp;
+use crate::time::{NANOS_PER_SEC, Nanos};
+
+const NS: i128 = NANOS_PER_SEC as i128;
+
+/// A request held for sorting: ordered by time, then by its place in the file.
+struct Held {
+    stamp: Stamp,
+    seq: u64,
+    request: Request,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        (self.stamp, self.seq) == (other.stamp, other.seq)
+    }
+}
+
+impl Eq for Held {}
+
+impl PartialOrd for Held {
+    fn partial_cmp(&self, other: &Held) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Held {
+    fn cmp(&self, other: &Held) -> std::cmp::Ordering {
+        (self.stamp, self.seq).cmp(&(other.stamp, other.seq))
+    }
+}
+
+/// The latest time seen, as written, for the message about a line too far before it.
+struct Latest {
+    stamp: Stamp,
+    shown: String,
+}
+
+/// Sorts requests that are at most `reorder` out of order, and spreads seconds.
+pub(super) struct Sorter {
+    reorder: i128,
+    absolute: bool,
+    same_second: SameSecond,
+    held: BinaryHeap<Reverse<Held>>,
+    seq: u64,
+    latest: Option<Latest>,
+    /// Sorted requests of the second being gathered (spread only).
+    second: Vec<Request>,
+    /// Sorted, spread requests ready to go out.
+    ready: VecDeque<Request>,
+}
+
+impl Sorter {
+    /// `absolute`: times are instants (shown as written), not run offsets.
+    pub(super) fn new(reorder: Nanos, same_second: SameSecond, absolute: bool) -> Sorter {
+        Sorter {
+            reorder: i128::from(reorder.as_u64()),
+            absolute,
+            same_second,
+            held: BinaryHeap::new(),
+            seq: 0,
+            latest: None,
+            second: Vec::new(),
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// Takes the next request in file order, or says how far out of order it is.
+    pub(super) fn push(&mut self, request: Request, time_field: &str) -> Result<(), String> {
+        if let Some(latest) = &self.latest
+            && request.stamp < latest.stamp.saturating_sub(self.reorder)
+        {
+            return Err(self.too_early(&request, latest, time_field));
+        }
+        if self.latest.as_ref().is_none_or(|l| request.stamp > l.stamp) {
+            let shown = if self.absolute {
+                request.time_text.clone()
+            } else {
+                Nanos::saturating_from_u128(u128::try_from(request.stamp).unwrap_or(0))
+                    .to_decimal_secs()
+            };
+            self.latest = Some(Latest {
+                stamp: request.stamp,
+                shown,
+            });
+        }
+        self.seq += 1;
+        self.held.push(Reverse(Held {
+            stamp: request.stamp,
+            seq: self.seq,
+            request,
+        }));
+        let settled = self
+            .latest
+            .as_ref()
+            .map_or(Stamp::MIN, |l| l.stamp.saturating_sub(self.reorder));
+        while let Some(Reverse(h)) = self.held.peek()
+            && h.stamp <= settled
+        {
+            if let Some(Reverse(h)) = self.held.pop() {
+                self.settle(h.request);
+            }
+        }
+        Ok(())
+    }
+
+    fn too_early(&self, request: &Request, latest: &Latest, time_field: &str) -> String {
+        let text = &request.time_text;
+        if self.reorder == 0 {
+            return format!(
+                "{time_field} {text} is earlier than the previous row's {}; expected rows \
+                 sorted by time (or a `reorder` buffer)",
+                latest.shown
+            );
+        }
+        let gap = Nanos::saturating_from_u128(
+            u128::try_from(latest.stamp.saturating_sub(request.stamp)).unwrap_or(0),
+        );
+        let reorder = Nanos::saturating_from_u128(u128::try_from(self.reorder).unwrap_or(0));
+        format!(
+            "{time_field} {text} is {gap} earlier than a previous line's {}, more out of \
+             order than `reorder` ({reorder}) allows",
+            latest.shown
+        )
+    }
+
+    /// The end of the file: everything held is settled.
+    pub(super) fn finish(&mut self) {
+        while let Some(Reverse(h)) = self.held.pop() {
+            self.settle(h.request);
+        }
+        self.flush_second();
+    }
+
+    /// The next sorted request, if one is ready.
+    pub(super) fn pop(&mut self) -> Option<Request> {
+        self.ready.pop_front()
+    }
+
+    /// A request no later line can precede.
+    fn settle(&mut self, request: Request) {
+        if self.same_second == SameSecond::Keep {
+            self.ready.push_back(request);
+            return;
+        }
+        let second = |r: &Request| r.stamp.div_euclid(NS);
+        if self
+            .second
+            .first()
+            .is_some_and(|f| second(f) != second(&request))
+        {
+            self.flush_second();
+        }
+        self.second.push(request);
+    }
+
+    /// Spreads the gathered second's `n` requests: the `i`-th at `second + i·1s/n`.
+    fn flush_second(&mut self) {
+        let n = self.second.len() as i128;
+        for (i, mut request) in self.second.drain(..).enumerate() {
+            let start = request.stamp.div_euclid(NS) * NS;
+            request.stamp = start.saturating_add((i as i128) * NS / n);
+            self.ready.push_back(request);
+        }
+    }
+}
+
+/// Turns trace times into run times: t = stamp − origin, where the origin is given,
+/// or is the first (earliest) request's instant, or 0 for run offsets.
+pub(super) struct Origin {
+    origin: Option<Stamp>,
+    absolute: bool,
+}
+
+impl Origin {
+    pub(super) fn new(origin: Option<Stamp>, absolute: bool) -> Origin {
+        Origin { origin, absolute }
+    }
+
+    /// The run time of `request`, or why it has none.
+    pub(super) fn place(&mut self, request: &Request) -> Result<Nanos, String> {
+        let origin = if self.absolute {
+            *self.origin.get_or_insert(request.stamp)
+        } else {
+            0
+        };
+        let offset = request.stamp.saturating_sub(origin);
+        if offset < 0 {
+            return Err(format!(
+                "time {} is before the trace's `origin`; expected every request at or after it",
+                request.time_text
+            ));
+        }
+        match u64::try_from(offset) {
+            Ok(ns) => Ok(Nanos::new(ns)),
+            _ => Err(format!(
+                "time {} is more than 584 years after the trace's origin",
+                request.time_text
+            )),
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! Trace formats: CSV (positional and named), combined/common logs and JSON lines,
+//! their keys, costs and status filters, scenario fields checked against the format,
+//! and the same requests in every format giving byte-identical `decisions.csv`.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use ratesim::Nanos;
+use ratesim::sim::{
+    KeyTemplate, Scenario, StatusMatch, TraceFormat, TraceOptions, TraceReader, TraceRow,
+};
+
+/// Every row of `text` read as `options` say, or the first error's text.
+fn rows(text: &str, options: &TraceOptions) -> Result<Vec<TraceRow>, String> {
+    let bytes = text.as_bytes().to_vec();
+    let mut reader =
+        TraceReader::from_reader_with(Path::new("t.log"), std::io::Cursor::new(bytes), options);
+    let mut out = Vec::new();
+    while let Some(row) = reader.next_row().map_err(|e| e.to_string())? {
+        out.push(row);
+    }
+    Ok(out)
+}
+
+fn options(format: TraceFormat) -> TraceOptions {
+    TraceOptions {
+        format,
+        ..TraceOptions::default()
+    }
+}
+
+fn row(ns: u64, key: &str, cost: Option<u64>) -> TraceRow {
+    TraceRow {
+        time: Nanos::new(ns),
+        key: key.to_string(),
+        cost,
+    }
+}
+
+const S: u64 = 1_000_000_000;
+
+const COMBINED: &str = "\
+10.0.0.1 - alice [14/May/2024:11:00:00 +0200] \"GET /a?x=1 HTTP/1.1\" 200 512 \"-\" \"curl/8\"
+10.0.0.2 - - [14/May/2024:11:00:01 +0200] \"POST /b HTTP/2.0\" 404 - \"http://r/\" \"Mozilla \\\"q\\\"\"
+10.0.0.1 - alice [14/May/2024:11:00:03 +0200] \"GET /a HTTP/1.1\" 503 7 \"-\" \"curl/8\"
+";
+
+#[test]
+fn a_combined_log_is_keyed_by_ip_and_timed_from_its_first_line() {
+    let got = rows(COMBINED, &options(TraceFormat::Combined)).unwrap();
+    assert_eq!(
+        got,
+        [
+            row(0, "10.0.0.1", None),
+            row(S, "10.0.0.2", None),
+            row(3 * S, "10.0.0.1", None)
+        ]
+    );
+}
+
+#[test]
+fn a_combined_log_can_be_keyed_by_user_path_or_a_template_and_costed_by_bytes() {
+    let with = |key: &str| TraceOptions {
+        key: Some(KeyTemplate::parse(key).unwrap()),
+        cost_field: Some("bytes".into()),
+        ..options(TraceFormat::Combined)
+    };
+    let keys = |key: &str| -> Vec<(String, Option<u64>)> {
+        rows(COMBINED, &with(key))
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.key, r.cost))
+            .collect()
+    };
+    assert_eq!(
+        keys("user"),
+        [
+            ("alice".into(), Some(512)),
+            ("-".into(), Some(0)),
+            ("alice".into(), Some(7))
+        ]
+    );
+    let paths: Vec<String> = keys("path").into_iter().map(|k| k.0).collect();
+    assert_eq!(paths, ["/a", "/b", "/a"], "the path drops the query string");
+    let templated: Vec<String> = keys("{method} {ip}{{{status}}}")
+        .into_iter()
+        .map(|k| k.0)
+        .collect();
+    assert_eq!(
+        templated,
+        [
+            "GET 10.0.0.1{200}",
+            "POST 10.0.0.2{404}",
+            "GET 10.0.0.1{503}"
+        ]
+    );
+}
+
+#[test]
+fn a_common_log_line_without_referer_and_agent_is_read_too() {
+    let line =
+        "127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] \"GET /apache_pb.gif HTTP/1.0\" 200 2326\n";
+    let got = rows(line, &options(TraceFormat::Combined)).unwrap();
+    assert_eq!(got, [row(0, "127.0.0.1", None)]);
+}
+
+#[test]
+fn status_filters_keep_and_drop_codes_and_classes() {
+    let keep_2xx = TraceOptions {
+        include_status: vec![StatusMatch::parse("2xx").unwrap()],
+        ..options(TraceFormat::Combined)
+    };
+    let times: Vec<u64> = rows(COMBINED, &keep_2xx)
+        .unwrap()
+        .iter()
+        .map(|r| r.time.as_u64())
+        .collect();
+    assert_eq!(times, [0]);
+    let drop_404 = TraceOptions {
+        exclude_status: vec![StatusMatch::code(404).unwrap()],
+        ..options(TraceFormat::Combined)
+    };
+    let times: Vec<u64> = rows(COMBINED, &drop_404)
+        .unwrap()
+        .iter()
+        .map(|r| r.time.as_u64())
+        .collect();
+    assert_eq!(times, [0, 3 * S], "t = 0 is the first request kept");
+    let both = TraceOptions {
+        include_status: vec![
+            StatusMatch::parse("4xx").unwrap(),
+            StatusMatch::parse("5xx").unwrap(),
+        ],
+        exclude_status: vec![StatusMatch::code(503).unwrap()],
+        ..options(TraceFormat::Combined)
+    };
+    assert_eq!(rows(COMBINED, &both).unwrap(), [row(0, "10.0.0.2", None)]);
+    let csv = TraceOptions {
+        exclude_status: vec![StatusMatch::code(404).unwrap()],
+        ..TraceOptions::default()
+    };
+    let err = rows("time_s,key\n0,a\n", &csv).unwrap_err();
+    assert!(err.starts_with("t.log:2:1: no `status` field"), "{err}");
+}
+
+#[test]
+fn jsonl_fields_are_strings_or_exact_numbers() {
+    let text = "{\"time\":\"2024-05-14T09:00:00Z\",\"ip\":\"a\",\"bytes\":3}\n\
+                \n\
+                {\"time\":\"2024-05-14T09:00:00.000000001Z\",\"ip\":\"b\",\"bytes\":\"4\",\"extra\":{\"x\":[1]}}\n";
+    let o = TraceOptions {
+        cost_field: Some("bytes".into()),
+        ..options(TraceFormat::Jsonl)
+    };
+    assert_eq!(
+        rows(text, &o).unwrap(),
+        [row(0, "a", Some(3)), row(1, "b", Some(4))]
+    );
+    let objects = TraceOptions {
+        key: Some(KeyTemplate::parse("extra").unwrap()),
+        ..options(TraceFormat::Jsonl)
+    };
+    let err = rows(text, &objects).unwrap_err();
+    assert!(err.starts_with("t.log:1:1: no `extra` field"), "{err}");
+    let err = rows(
+        &text.replace("\"ip\":\"a\"", "\"ip\":null"),
+        &options(TraceFormat::Jsonl),
+    )
+    .unwrap_err();
+    assert!(err.contains("no `ip` field"), "null is absent: {err}");
+    let err = rows("[1,2]\n", &options(TraceFormat::Jsonl)).unwrap_err();
+    assert!(
+        err.starts_with("t.log:1:1: expected one JSON object per line"),
+        "{err}"
+    );
+}
+
+#[test]
+fn named_csv_columns_follow_the_header() {
+    let text = "# exported\nuser,ts,weight\nann,1715677200.5,2\nbob,1715677201,\n";
+    let o = TraceOptions {
+        key: Some(KeyTemplate::parse("user").unwrap()),
+        time_field: Some("ts".into()),
+        time_format: Some(ratesim::sim::TimeFormat::EpochS),
+        cost_field: Some("weight".into()),
+        ..TraceOptions::default()
+    };
+    let err = rows(text, &o).unwrap_err();
+    assert!(
+        err.starts_with("t.log:4:1: bad cost"),
+        "an empty named cost is an error: {err}"
+    );
+    let o = TraceOptions {
+        cost_field: None,
+        ..o
+    };
+    assert_eq!(
+        rows(text, &o).unwrap(),
+        [row(0, "ann", None), row(S / 2, "bob", None)]
+    );
+    let err = rows("user,ts\nann,1,extra\n", &o).unwrap_err();
+    assert!(
+        err.starts_with("t.log:2:1: found 3 fields, more than the 2 columns"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_classic_csv_reads_exactly_as_before() {
+    let text = "time_s,key,cost\n0,alice,1\n0.5,alice\n1.25,bob,2\n";
+    let got = rows(text, &TraceOptions::default()).unwrap();
+    assert_eq!(
+        got,
+        [
+            row(0, "alice", Some(1)),
+            row(S / 2, "alice", None),
+            row(S + S / 4, "bob", Some(2))
+        ]
+    );
+    let err = rows("time_s,key\n2,a\n1,a\n", &TraceOptions::default()).unwrap_err();
+    assert!(
+        err.starts_with("t.log:3:1: time_s 1 is earlier than the previous row's 2"),
+        "{err}"
+    );
+}
+
+/// A scenario `s.toml` whose one trace source has `fields`.
+fn scenario_with(fields: &str) -> Result<Scenario, ratesim::sim::ScenarioError> {
+    let text = format!(
+        "name = \"t\"\nduration = \"10s\"\n[limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.log\"\n{fields}"
+    );
+    Scenario::parse(&text, Path::new("s.toml"))
+}
+
+#[test]
+fn a_field_that_does_not_apply_to_the_format_is_an_error_at_that_field() {
+    let cases = [
+        (
+            "format = \"combined\"\ntime_format = \"epoch_s\"\n",
+            (10, 15),
+            "`time_format` does not apply",
+        ),
+        (
+            "format = \"combined\"\ntime_field = \"ts\"\n",
+            (10, 14),
+            "`time_field` does not apply",
+        ),
+        (
+            "format = \"combined\"\nkey = \"{ip} {host}\"\n",
+            (10, 7),
+            "`host`",
+        ),
+        (
+            "format = \"combined\"\ncost = \"size\"\n",
+            (10, 8),
+            "`size`",
+        ),
+        (
+            "origin = \"2024-01-01T00:00:00Z\"\n",
+            (9, 10),
+            "`origin` applies only to absolute",
+        ),
+        ("format = \"xml\"\n", (9, 10), "unknown trace format `xml`"),
+        ("key = \"{ip\"\n", (9, 7), "not closed"),
+        (
+            "same_second = \"smear\"\n",
+            (9, 15),
+            "\"keep\" or \"spread\"",
+        ),
+        (
+            "include_status = [200, \"6xx\"]\n",
+            (9, 24),
+            "`6xx` is not a status",
+        ),
+        (
+            "exclude_status = [99]\n",
+            (9, 19),
+            "`99` is not an HTTP status",
+        ),
+        (
+            "format = \"jsonl\"\ntime_format = \"iso\"\n",
+            (10, 15),
+            "unknown time_format `iso`",
+        ),
+        (
+            "format = \"jsonl\"\norigin = \"yesterday\"\n",
+            (10, 10),
+            "bad origin",
+        ),
+    ];
+    for (fields, position, needle) in cases {
+        let err = scenario_with(fields).unwrap_err();
+        assert_eq!(err.position, Some(position), "{fields}: {err}");
+        assert!(err.message.contains(needle), "{fields}: {err}");
+    }
+    let err = Scenario::parse(
+        "name = \"t\"\nduration = \"10s\"\n[limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+         [[traffic]]\nkind = \"uniform\"\nrate = 1\nformat = \"csv\"\n",
+        Path::new("s.toml"),
+    )
+    .unwrap_err();
+    assert_eq!(err.position, Some((9, 10)), "{err}");
+    assert!(
+        err.message
+            .contains("`format` does not apply to a `uniform` source"),
+        "{err}"
+    );
+    let err = Scenario::parse(
+        "name = \"t\"\nduration = \"10s\"\n[limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+         [[traffic]]\nkind = \"uniform\"\nrate = 1\ncost = \"bytes\"\n",
+        Path::new("s.toml"),
+    )
+    .unwrap_err();
+    assert_eq!(err.position, Some((9, 8)), "{err}");
+    assert!(err.message.contains("without quotes"), "{err}");
+}
+
+/// The same six requests (times, clients, a 404 to drop) in each format.
+const REQUESTS: [(u64, &str, u16); 7] = [
+    (0, "10.0.0.1", 200),
+    (0, "10.0.0.2", 200),
+    (1, "10.0.0.1", 200),
+    (1, "10.0.0.1", 404),
+    (2, "10.0.0.1", 200),
+    (2, "10.0.0.1", 200),
+    (11, "10.0.0.2", 200),
+];
+
+fn as_combined() -> String {
+    // 2024-05-14T09:00:00Z written at +02:00.
+    REQUESTS
+        .iter()
+        .map(|(s, ip, st)| {
+            format!(
+                "{ip} - - [14/May/2024:11:00:{s:02} +0200] \"GET / HTTP/1.1\" {st} 1 \"-\" \"t\"\n"
+            )
+        })
+        .collect()
+}
+
+fn as_jsonl() -> String {
+    // The same instants written at -05:00.
+    REQUESTS
+        .iter()
+        .map(|(s, ip, st)| {
+            format!(
+                "{{\"time\":\"2024-05-14T04:00:{s:02}-05:00\",\"ip\":\"{ip}\",\"status\":{st}}}\n"
+            )
+        })
+        .collect()
+}
+
+fn as_csv() -> String {
+    let mut csv = String::from("ts,ip,status\n");
+    for (s, ip, st) in REQUESTS {
+        csv.push_str(&format!("{}{:03},{ip},{st}\n", 1_715_677_200 + s, 0));
+    }
+    csv
+}
+
+/// Runs `ratesim run` on a scenario replaying `trace` with `fields`; its decisions.csv.
+fn decisions(dir: &Path, name: &str, trace: &str, fields: &str) -> Vec<u8> {
+    let out_dir = format!("out-{name}");
+    fs::write(dir.join(name), trace).unwrap();
+    let scenario = format!(
+        "name = \"x\"\nduration = \"20s\"\n[limit]\nmax_requests = 2\nwindow = \"10s\"\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"{name}\"\nexclude_status = [404]\n{fields}"
+    );
+    fs::write(dir.join("s.toml"), scenario).unwrap();
+    let out = Command::cargo_bin("ratesim")
+        .unwrap()
+        .current_dir(dir)
+        .args(["run", "s.toml", "--quiet", "--no-charts", "--out", &out_dir])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::read(dir.join(out_dir).join("decisions.csv")).unwrap()
+}
+
+#[test]
+fn the_same_requests_as_combined_jsonl_and_csv_give_byte_identical_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let combined = decisions(
+        dir.path(),
+        "a.log",
+        &as_combined(),
+        "format = \"combined\"\n",
+    );
+    let jsonl = decisions(dir.path(), "b.jsonl", &as_jsonl(), "format = \"jsonl\"\n");
+    let csv = decisions(
+        dir.path(),
+        "c.csv",
+        &as_csv(),
+        "key = \"ip\"\ntime_field = \"ts\"\ntime_format = \"epoch_ms\"\n",
+    );
+    let text = String::from_utf8(combined.clone()).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        1 + 6 * 6,
+        "a header, then 6 requests × 6 algorithms:\n{text}"
+    );
+    assert!(
+        text.contains(",11,10.0.0.2,"),
+        "t = 11 s for the last request:\n{text}"
+    );
+    assert!(combined == jsonl, "combined and jsonl differ");
+    assert!(combined == csv, "combined and csv differ");
+}
