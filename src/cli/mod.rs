@@ -202,17 +202,9 @@ fn parse_seed(text: &str) -> Result<u64, String> {
     sim::parse_whole(text)
 }
 
-/// A whole number of at least 1 (`--limit`'s MAX, `--burst`), or why not, in the words
-/// [`sim::parse_whole`] uses for numbers that may be 0.
+/// A whole number of at least 1 (`--limit`'s MAX, `--burst`), or why not.
 fn parse_positive(text: &str) -> Result<u64, String> {
-    match sim::parse_whole(text) {
-        Ok(0) => Err(format!(
-            "`{text}` is too small; expected a whole number from 1 to {}",
-            u64::MAX
-        )),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.replace("from 0 to", "from 1 to")),
-    }
+    sim::parse_whole_from(text, 1)
 }
 
 /// `rows` as CSV or pretty JSON, for `--format csv|json`.

@@ -46,7 +46,7 @@ pub mod worst_case;
 
 pub use trace::{
     COMBINED_FIELDS, KeyTemplate, SameSecond, SkippedLines, StatusMatch, TimeFormat, TraceError,
-    TraceFormat, TraceOptions, TraceReader, TraceRow, parse_whole,
+    TraceFormat, TraceOptions, TraceReader, TraceRow, parse_whole, parse_whole_from,
 };
 pub use traffic::{Arrival, ArrivalStream, KeyTable};
 

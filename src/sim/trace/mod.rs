@@ -305,9 +305,23 @@ impl TraceReader {
 /// assert!(parse_whole("-1").unwrap_err().contains("negative"));
 /// ```
 pub fn parse_whole(text: &str) -> Result<u64, String> {
-    let expected = format!("expected a whole number from 0 to {}", u64::MAX);
+    parse_whole_from(text, 0)
+}
+
+/// [`parse_whole`] for a number of at least `min` (the CLI's `--limit` MAX and
+/// `--burst` take 1 and up): a smaller one is `too small`, and every message names the
+/// range that is accepted.
+///
+/// ```
+/// use ratesim::sim::parse_whole_from;
+/// assert_eq!(parse_whole_from("3", 1), Ok(3));
+/// assert!(parse_whole_from("0", 1).unwrap_err().contains("too small; expected a whole number from 1"));
+/// ```
+pub fn parse_whole_from(text: &str, min: u64) -> Result<u64, String> {
+    let expected = format!("expected a whole number from {min} to {}", u64::MAX);
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     match text.parse::<u64>() {
+        Ok(n) if n < min => Err(format!("`{text}` is too small; {expected}")),
         Ok(n) => Ok(n),
         Err(_) if digits(text.trim_start_matches('+')) => {
             Err(format!("`{text}` is too large (at most {})", u64::MAX))
