@@ -98,6 +98,7 @@ fn burst_fixture() -> Fixture {
         });
         series.push(WindowCountSeries {
             algorithm: name.to_string(),
+            key: Some("client-0".into()),
             color_slot: slot(name),
             points: counts,
         });
@@ -260,6 +261,7 @@ fn a_one_point_spike_in_a_long_series_is_drawn_at_its_height() {
             limit: 10,
             series: vec![WindowCountSeries {
                 algorithm: "fixed_window".into(),
+                key: Some("client-0".into()),
                 color_slot: slot("fixed_window"),
                 points,
             }],
@@ -359,6 +361,7 @@ fn degenerate_inputs_render_without_panicking() {
             limit: u64::MAX,
             series: vec![WindowCountSeries {
                 algorithm: "gcra".into(),
+                key: Some("client-0".into()),
                 color_slot: slot("gcra"),
                 points: vec![(f64::NAN, 3), (5.0, u64::MAX), (f64::INFINITY, 1)],
             }],
@@ -370,6 +373,7 @@ fn degenerate_inputs_render_without_panicking() {
             limit: 5,
             series: vec![WindowCountSeries {
                 algorithm: "fixed_window".into(),
+                key: Some("client-0".into()),
                 color_slot: slot("fixed_window"),
                 points: vec![(0.0, 1)],
             }],

@@ -319,6 +319,7 @@ pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCoun
             .enumerate()
             .map(|(i, a)| WindowCountSeries {
                 algorithm: a.name.clone(),
+                key: a.metrics.worst_key.clone(),
                 color_slot: registry
                     .position(&a.name)
                     .unwrap_or(registry.names().count() + i),

@@ -26,6 +26,9 @@ use crate::report::summary::format_ratio;
 pub struct WindowCountSeries {
     /// The legend label (the algorithm name).
     pub algorithm: String,
+    /// The client whose count this is (a run draws each algorithm's worst client), named
+    /// in the panel; `None` when the series is not one client's.
+    pub key: Option<String>,
     /// The algorithm's place in the registry's display order: it picks the line's
     /// colour ([`algorithm_color`]), so an algorithm keeps its colour in every run.
     pub color_slot: usize,
@@ -104,9 +107,9 @@ pub fn draw_window_counts<DB: DrawingBackend>(
             step_path(points, axes.end),
             algorithm_color(slot).stroke_width(2),
         )))?;
-        let verdict = draw_peak(&mut chart, points, axes.limit)?;
+        let verdict = draw_peak(&mut chart, points, &axes)?;
         panel.draw(&Text::new(
-            format!("{}: {verdict}", display_name(algorithm)),
+            panel_label(algorithm, input.series[i].key.as_deref(), &verdict),
             (80, 4),
             font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
         ))?;
@@ -198,25 +201,80 @@ fn draw_panel_background<DB: DrawingBackend>(
 fn draw_peak<DB: DrawingBackend>(
     chart: &mut PanelChart<'_, DB>,
     points: &[(f64, u64)],
-    limit: u64,
+    axes: &Axes,
 ) -> Result<String, DrawingAreaErrorKind<DB::ErrorType>> {
-    let peak = points
-        .iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.total_cmp(&a.0)))
-        .copied();
-    Ok(match peak {
-        Some((t, count)) if count > limit && limit > 0 => {
+    let limit = axes.limit;
+    Ok(match peak(points, axes.end) {
+        Some((t, count, held)) if count > limit && limit > 0 => {
             chart.draw_series(iter::once(
                 EmptyElement::at((t, count as f64)) + Circle::new((0, 0), 5, BLACK.stroke_width(2)),
             ))?;
             format!(
-                "peaks at {count} = {} the limit of {limit}",
-                format_ratio(count as f64 / limit as f64)
+                "peaks at {count} = {} the limit of {limit}, for {}",
+                format_ratio(count as f64 / limit as f64),
+                span(held)
             )
         }
-        Some((_, count)) => format!("at most {count}, within the limit of {limit}"),
+        Some((_, count, held)) => {
+            format!(
+                "at most {count} (for {}), within the limit of {limit}",
+                span(held)
+            )
+        }
         None => "nothing admitted".to_string(),
     })
+}
+
+/// The panel's label: the algorithm, the client it plots, and what its count did.
+fn panel_label(algorithm: &str, key: Option<&str>, verdict: &str) -> String {
+    match key {
+        Some(key) => format!(
+            "{}, key {}: {verdict}",
+            display_name(algorithm),
+            display_name(key)
+        ),
+        None => format!("{}: {verdict}", display_name(algorithm)),
+    }
+}
+
+/// The highest count of sorted `points` (the first time it is reached) and how long,
+/// in seconds, it held before a real drop (a dip and recovery at one instant, as when
+/// entries expire and new ones are admitted together, is no drop), or until `end`.
+fn peak(points: &[(f64, u64)], end: f64) -> Option<(f64, u64, f64)> {
+    let (i, &(t, count)) = points
+        .iter()
+        .enumerate()
+        .max_by(|(_, a), (_, b)| a.1.cmp(&b.1).then(b.0.total_cmp(&a.0)))?;
+    let lasts = |j: usize| points.get(j + 1).map_or(end, |p| p.0) > points[j].0;
+    let until = (i + 1..points.len())
+        .find(|&j| points[j].1 < count && lasts(j))
+        .map_or(end, |j| points[j].0);
+    Some((t, count, (until - t).max(0.0)))
+}
+
+/// A length of time for a caption, from float seconds: three significant figures in
+/// the largest unit under it (`1 ns`, `95.3 ms`, `2.89 s`); the exact values are in
+/// window_counts.csv.
+fn span(secs: f64) -> String {
+    let ns = (secs * 1e9).round().max(0.0);
+    let (value, unit) = match ns {
+        n if n < 1e3 => (n, "ns"),
+        n if n < 1e6 => (n / 1e3, "µs"),
+        n if n < 1e9 => (n / 1e6, "ms"),
+        n => (n / 1e9, "s"),
+    };
+    let digits = match value {
+        v if v >= 99.95 => 0,
+        v if v >= 9.995 => 1,
+        _ => 2,
+    };
+    let text = format!("{value:.digits$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text} {unit}")
 }
 
 /// A step path over sorted points: each count holds until the next point; 0 before the
@@ -239,6 +297,48 @@ fn step_path(points: &[(f64, u64)], end: f64) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peak_says_how_long_it_held_even_when_it_is_one_nanosecond() {
+        let points = [(0.5, 3), (9.999_999_999, 10), (10.0, 5), (15.0, 0)];
+        let (t, count, held) = peak(&points, 60.0).unwrap();
+        assert_eq!(
+            (t, count, span(held)),
+            (9.999_999_999, 10, "1 ns".to_string())
+        );
+        // Ties go to the first time; a drop and recovery at one instant is no drop.
+        let dips = [(1.0, 4), (2.0, 0), (2.0, 4), (3.0, 2), (5.0, 4)];
+        let (t, _, held) = peak(&dips, 10.0).unwrap();
+        assert_eq!((t, span(held)), (1.0, "2 s".to_string()));
+        // The last point holds to the end of the axis.
+        assert_eq!(span(peak(&[(4.0, 1)], 10.0).unwrap().2), "6 s");
+        assert_eq!(peak(&[], 10.0), None);
+    }
+
+    #[test]
+    fn spans_keep_three_significant_figures_in_a_fitting_unit() {
+        let cases = [
+            (1e-9, "1 ns"),
+            (0.095_278_198, "95.3 ms"),
+            (2.890_063_939, "2.89 s"),
+            (9.999_999_999, "10 s"),
+            (57.621_242_034, "57.6 s"),
+            (1.5e-5, "15 µs"),
+            (0.0, "0 ns"),
+        ];
+        for (secs, text) in cases {
+            assert_eq!(span(secs), text, "{secs}");
+        }
+    }
+
+    #[test]
+    fn a_panel_names_the_client_it_plots() {
+        assert_eq!(
+            panel_label("fixed_window", Some("client-3"), "peaks at 10"),
+            "fixed_window, key client-3: peaks at 10"
+        );
+        assert_eq!(panel_label("gcra", None, "at most 5"), "gcra: at most 5");
+    }
 
     #[test]
     fn step_path_holds_each_count_until_the_next_point() {
