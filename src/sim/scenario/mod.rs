@@ -294,8 +294,9 @@ impl Scenario {
                     }
                     TrafficKind::BoundaryBurst { size, period, .. } => {
                         let period = burst_period(*period, &self.rule).as_u64();
+                        let per_boundary = 2 * u128::from(*size) * u128::from(spec.keys.count);
                         span.div_ceil(u128::from(period.max(1)))
-                            .saturating_mul(2 * u128::from(*size))
+                            .saturating_mul(per_boundary)
                     }
                     TrafficKind::Trace { .. } => 0,
                 }

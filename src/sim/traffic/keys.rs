@@ -150,6 +150,12 @@ impl KeyPicker {
                 Picking::Sampler(zipf) => (zipf.sample(rng) as u32).clamp(1, self.count) - 1,
             }
         };
+        self.client(index, keys)
+    }
+
+    /// The id of client `index` (0-based) of this source, interned on first use: for
+    /// sources that address every client in turn instead of drawing one.
+    pub(super) fn client(&mut self, index: u32, keys: &mut KeyTable) -> u32 {
         let prefix = &self.prefix;
         let name = || format!("{prefix}-{index}");
         match &mut self.ids {

@@ -186,7 +186,11 @@ enum Pattern {
         period: u64,
         /// The boundary index k ≥ 1: the boundary is at k·period.
         boundary: u64,
-        /// 0..size are before the boundary, size..2·size after.
+        /// Every client sends the whole burst: `size` on each side of each boundary.
+        clients: u64,
+        /// The request within the boundary's burst: 0..size·clients are before the
+        /// boundary, size·clients..2·size·clients after; within a half, each position
+        /// of the half-burst is taken by every client in turn (client order).
         j: u64,
     },
     OnOff {
@@ -226,6 +230,7 @@ impl Pattern {
                     spread: spread.as_u64(),
                     period,
                     boundary: u64::try_from(first).unwrap_or(u64::MAX),
+                    clients: u64::from(spec.keys.count).max(1),
                     j: 0,
                 }
             }
@@ -270,27 +275,32 @@ impl Source {
                 spread,
                 period,
                 boundary,
+                clients,
                 j,
             } => {
                 let b = u128::from(*boundary) * u128::from(*period);
-                // Half-burst i of `size` requests spread evenly over `spread` ns:
+                // Half-burst position i of `size` spread evenly over `spread` ns:
                 // offset floor(i·spread / (size − 1)); a lone request sits at 0.
                 let offset = |i: u64| match *size {
                     1 => 0,
                     n => u128::from(i) * u128::from(*spread) / u128::from(n - 1),
                 };
-                let t = if *j < *size {
+                let half = *size * *clients;
+                let (i, client) = ((*j % half) / *clients, (*j % half) % *clients);
+                let t = if *j < half {
                     // The last "before" request is 1 ns before the boundary.
-                    b - 1 - u128::from(*spread) + offset(*j)
+                    b - 1 - u128::from(*spread) + offset(i)
                 } else {
-                    b + offset(*j - *size)
+                    b + offset(i)
                 };
                 *j += 1;
-                if *j == 2 * *size {
+                if *j == 2 * half {
                     *j = 0;
                     *boundary += 1;
                 }
-                (Nanos::saturating_from_u128(t), None, self.cost)
+                let client = u32::try_from(client).unwrap_or(u32::MAX);
+                let key = self.picker.client(client, keys);
+                (Nanos::saturating_from_u128(t), Some(key), self.cost)
             }
             Pattern::OnOff { gap, busy, on, off } => {
                 *busy = busy.saturating_add(sample_gap(gap, &mut self.rng));
@@ -352,6 +362,29 @@ mod tests {
         }
         expected.extend([4 * w - 1; 3]); // 40 s is the end: only the "before" half
         assert_eq!(times, expected);
+    }
+
+    #[test]
+    fn with_several_keys_every_client_sends_the_whole_burst_in_client_order() {
+        let s = scenario("[[traffic]]\nkind = \"boundary_burst\"\nsize = 2\nkeys = 3\n");
+        let stream = drain(&s);
+        let w = 10_000_000_000;
+        let mut keys = KeyTable::default();
+        let names: Vec<String> = (0..3).map(|c| format!("client-{c}")).collect();
+        let ids: Vec<u32> = names.iter().map(|n| keys.intern(n)).collect();
+        let first: Vec<(u64, u32)> = stream[..12]
+            .iter()
+            .map(|(_, a)| (a.time.as_u64(), a.key))
+            .collect();
+        let mut expected = Vec::new();
+        for t in [w - 1, w - 1, w, w] {
+            expected.extend(ids.iter().map(|&k| (t, k)));
+        }
+        assert_eq!(first, expected);
+        // 3 whole boundaries and the first half of a 4th before the end at 40 s; the
+        // size estimate counts every client's share of 4 boundaries.
+        assert_eq!(stream.len(), 3 * 2 * 2 * 3 + 2 * 3);
+        assert_eq!(s.expected_arrivals(), 4 * 2 * 2 * 3);
     }
 
     #[test]

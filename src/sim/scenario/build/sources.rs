@@ -252,6 +252,13 @@ impl Builder<'_> {
             .key_popularity
             .as_ref()
             .map(|p| (p.get_ref().as_str(), p.span()));
+        if let (Some((_, span)), "boundary_burst") = (&named, raw.kind.get_ref().as_str()) {
+            return Err(self.err(
+                span.clone(),
+                "`key_popularity` does not apply to boundary_burst: every one of its `keys` \
+                 clients sends the whole burst",
+            ));
+        }
         match named {
             None | Some(("uniform", _)) => {
                 if let Some(z) = &raw.zipf_exponent {
