@@ -943,6 +943,43 @@ fn compare_limit_moves_the_boundary_bursts_to_the_new_windows() {
     );
 }
 
+/// The README's `compare --limit 100/10s` used to leave the built-in uniform and
+/// Poisson traffic far under the new limit (the sliding log denied nothing, every
+/// algorithm showed 0.3x): their rates are now multiples of the limit's rate, so the
+/// limit binds in every scenario of the suite under any --limit.
+#[test]
+fn compare_limit_keeps_every_scenario_of_the_suite_binding() {
+    let t = TestDir::new();
+    // Windows up to half the burst scenario's minute: a longer one leaves it less than
+    // two windows, which `compare` warns about (a test below).
+    for limit in ["100/10s", "3/1s", "1000/30s"] {
+        let json = t.ok(&[
+            "compare",
+            "--limit",
+            limit,
+            "--algos",
+            "sliding_window_log",
+            "--quiet",
+            "--no-charts",
+            "--no-decisions",
+            "--out",
+            "cmp",
+            "--format",
+            "json",
+        ]);
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+        assert_eq!(rows.len(), 3, "{json}");
+        for row in &rows {
+            let denied = row["denied"].as_u64().unwrap();
+            assert!(
+                denied > 0,
+                "--limit {limit}: the log denied nothing in {row}"
+            );
+            assert_eq!(row["over_admission"], 1.0, "{row}");
+        }
+    }
+}
+
 #[test]
 fn worst_case_searches_for_two_limits_keep_both_results() {
     let t = TestDir::new();
@@ -1013,12 +1050,12 @@ fn compare_limit_too_short_for_the_built_in_bursts_says_which_and_why() {
     let args = ["compare", "--limit", "5/1ns"];
     let out = t.run(&args);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    // The suite's uniform traffic (each client at twice the limit's rate) is the first
+    // to say why such a window cannot be simulated.
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "ratesim: error: --limit: the built-in burst scenario: the window of 1ns is too \
-         short to be the boundary bursts' period (spread 0s; `period` is not set): boundary \
-         bursts need 2 × spread + 1ns < period; use a window of at least 2ns or set \
-         `period`\n",
+        "ratesim: error: --limit: the built-in uniform scenario: the rate: 2x the limit of \
+         5/1ns for each of 50 clients is more than about 18 billion requests per second\n",
         "{}",
         describe(&args, &out)
     );

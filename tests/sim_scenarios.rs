@@ -383,7 +383,7 @@ fn bad_numbers_and_durations_say_once_what_was_expected_in_words() {
                 traffic.replace("rate = 1", "rate = -3")
             )),
             "dir/bad.toml:8:8: `-3` is negative; expected a number of requests per second, \
-             like 2 or 0.5"
+             like 2 or 0.5, or a multiple of the limit's rate, like \"2x\""
                 .to_string(),
         ),
         (
@@ -392,7 +392,7 @@ fn bad_numbers_and_durations_say_once_what_was_expected_in_words() {
                 traffic.replace("rate = 1", "rate = \"fast\"")
             )),
             "dir/bad.toml:8:8: `fast` is not a number; expected a number of requests per \
-             second, like 2 or 0.5"
+             second, like 2 or 0.5, or a multiple of the limit's rate, like \"2x\""
                 .to_string(),
         ),
     ];
@@ -643,4 +643,62 @@ fn key_popularity_on_a_boundary_burst_is_an_error_at_that_field() {
         err.starts_with("b.toml:10:18: `key_popularity` does not apply to boundary_burst"),
         "{err}"
     );
+}
+
+/// `rate = "2x"`: each client at twice the limit's rate, all together; it follows a new
+/// limit, and a multiple that is zero, too fast or not a number is an error at the rate.
+#[test]
+fn a_rate_written_as_a_multiple_of_the_limit_follows_the_limit() {
+    use ratesim::sim::{Rate, TrafficKind};
+    use ratesim::{Nanos, Rule};
+    let text = |rate: &str| {
+        format!(
+            "name = \"r\"\nduration = \"60s\"\n[limit]\nmax_requests = 10\nwindow = \"10s\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = {rate}\nkeys = 50\n"
+        )
+    };
+    let rate_of = |s: &Scenario| match s.traffic[0].kind {
+        TrafficKind::Uniform { rate } => rate.as_f64(),
+        _ => unreachable!(),
+    };
+    let mut s = parse_at(&text("\"2x\""), Path::new("r.toml"));
+    assert_eq!(rate_of(&s), 100.0, "2 x 50 clients x 1 per second");
+    assert_eq!(s.expected_arrivals(), 6_000);
+    s.set_rule(Rule::new(100, Nanos::from_secs(10)).unwrap())
+        .unwrap();
+    assert_eq!(rate_of(&s), 1_000.0, "the multiple follows the new limit");
+    assert_eq!(
+        rate_of(&parse_at(&text("\"0.5x\""), Path::new("r.toml"))),
+        25.0
+    );
+    // A plain rate stays put.
+    let mut plain = parse_at(&text("100"), Path::new("r.toml"));
+    plain
+        .set_rule(Rule::new(100, Nanos::from_secs(10)).unwrap())
+        .unwrap();
+    assert_eq!(rate_of(&plain), 100.0);
+    assert_eq!(Rate::per_sec(100).map(Rate::as_f64), Some(100.0));
+    let limited =
+        |rate: &str, limit: &str| text(rate).replace("max_requests = 10\nwindow = \"10s\"", limit);
+    for (text, message) in [
+        (text("\"0x\""), "r.toml:8:8: expected a rate above zero"),
+        (text("\"twox\""), "r.toml:8:8: `two` is not a number"),
+        (
+            limited("\"0.000000001x\"", "max_requests = 1\nwindow = \"1000d\""),
+            "r.toml:8:8: 0.000000001x the limit of 1/1000d is under 10⁻⁹ requests per second",
+        ),
+        (
+            limited(
+                "\"1000000x\"",
+                "max_requests = 18000000000000000000\nwindow = \"1ns\"",
+            ),
+            "r.toml:8:8: 1000000x the limit of 18000000000000000000/1ns for each of 50 clients is \
+             more than about 18 billion requests per second",
+        ),
+    ] {
+        let err = Scenario::parse(&text, Path::new("r.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(message), "{err}");
+    }
 }

@@ -177,16 +177,72 @@ impl ClientModel {
 
 /// A rate in requests per second, held exactly as `requests per 10⁹ seconds` so that
 /// `rate = 0.3` spaces uniform arrivals by exactly 3.333… s, floored per arrival.
+///
+/// A rate written as a multiple of the limit's (`"2x"`) remembers the multiple, so it
+/// follows a new limit ([`Scenario::set_rule`], `compare --limit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
     per_giga_secs: u64,
+    of_limit: Option<OfLimit>,
+}
+
+/// A rate of `multiple` (× 10⁹) times the limit's rate for each of `clients`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OfLimit {
+    multiple: u64,
+    clients: u32,
 }
 
 impl Rate {
     /// `n` requests per second.
     pub fn per_sec(n: u64) -> Option<Rate> {
         let per_giga_secs = n.checked_mul(NANOS_PER_SEC)?;
-        (per_giga_secs > 0).then_some(Rate { per_giga_secs })
+        (per_giga_secs > 0).then_some(Rate {
+            per_giga_secs,
+            of_limit: None,
+        })
+    }
+
+    /// `multiple_giga / 10⁹` times the rate of `rule` (`max_requests` per `window`) for
+    /// each of `clients`, all together: `multiple × clients × N / W`, rounded down to
+    /// 10⁻⁹ requests per second. Why not, when that is zero or too large.
+    pub(crate) fn of_limit(multiple_giga: u64, clients: u32, rule: &Rule) -> Result<Rate, String> {
+        // requests per 10⁹ s = multiple × clients × N × 10⁹ / W (W in ns)
+        let per_giga_secs = u128::from(multiple_giga)
+            .checked_mul(u128::from(clients))
+            .and_then(|r| r.checked_mul(u128::from(rule.max_requests())))
+            .and_then(|r| r.checked_mul(u128::from(NANOS_PER_SEC)))
+            .map(|r| r / u128::from(rule.window().as_u64()))
+            .and_then(|r| u64::try_from(r).ok());
+        // The multiple as written: `2x`, `0.5x`.
+        let m = Nanos::new(multiple_giga).to_decimal_secs();
+        let per_giga_secs = per_giga_secs.ok_or_else(|| {
+            format!(
+                "{m}x the limit of {rule} for each of {clients} clients is more than about \
+                 18 billion requests per second"
+            )
+        })?;
+        if per_giga_secs == 0 {
+            return Err(format!(
+                "{m}x the limit of {rule} is under 10⁻⁹ requests per second"
+            ));
+        }
+        Ok(Rate {
+            per_giga_secs,
+            of_limit: Some(OfLimit {
+                multiple: multiple_giga,
+                clients,
+            }),
+        })
+    }
+
+    /// The same multiple of the limit under `rule`, or itself for a rate in requests
+    /// per second.
+    fn follow(self, rule: &Rule) -> Result<Rate, String> {
+        match self.of_limit {
+            Some(o) => Rate::of_limit(o.multiple, o.clients, rule),
+            None => Ok(self),
+        }
     }
 
     /// The rate as a float, for Poisson sampling and display only.
@@ -243,7 +299,8 @@ impl Scenario {
     /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts
     /// without an explicit `period` follow the new window, so their spread must still
     /// fit in it; a burst the size of the old limit (the boundary lesson: a full quota
-    /// on each side of a boundary) becomes the size of the new one.
+    /// on each side of a boundary) becomes the size of the new one; a rate written as a
+    /// multiple of the limit's (`"2x"`) becomes that multiple of the new one.
     pub fn set_rule(&mut self, rule: Rule) -> Result<(), ScenarioError> {
         for spec in &self.traffic {
             // Only bursts that follow the window move; explicit periods were checked
@@ -260,10 +317,18 @@ impl Scenario {
         }
         let old_limit = self.rule.max_requests();
         for spec in &mut self.traffic {
-            if let TrafficKind::BoundaryBurst { size, .. } = &mut spec.kind
-                && *size == old_limit
-            {
-                *size = rule.max_requests();
+            match &mut spec.kind {
+                TrafficKind::BoundaryBurst { size, .. } if *size == old_limit => {
+                    *size = rule.max_requests();
+                }
+                TrafficKind::Uniform { rate }
+                | TrafficKind::Poisson { rate }
+                | TrafficKind::OnOff { rate, .. } => {
+                    *rate = rate
+                        .follow(&rule)
+                        .map_err(|e| ScenarioError::file(&self.path, format!("the rate: {e}")))?;
+                }
+                _ => {}
             }
         }
         self.rule = rule;

@@ -292,16 +292,29 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
-/// A rate in requests per second (`2`, `0.5`); stored as `rate × 10⁹`, exactly.
-pub(super) struct RateValue(pub(super) Nanos);
+/// A rate in requests per second (`2`, `0.5`), or per client as a multiple of the
+/// limit's rate (`"2x"`, `"0.5x"`); stored as the number `× 10⁹`, exactly.
+pub(super) struct RateValue {
+    pub(super) value: Nanos,
+    /// Written as `"<multiple>x"`.
+    pub(super) of_limit: bool,
+}
 
 /// What a rate looks like, for messages.
-const RATE: &str = "a number of requests per second, like 2 or 0.5";
+const RATE: &str = "a number of requests per second, like 2 or 0.5, or a multiple of the limit's rate, like \"2x\"";
 
 impl<'de> Deserialize<'de> for RateValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RateValue, D::Error> {
-        d.deserialize_any(DecimalVisitor(RATE, parse_rate))
-            .map(RateValue)
+        d.deserialize_any(DecimalVisitor(RATE, |text| match text.strip_suffix('x') {
+            Some(multiple) => parse_rate(multiple).map(|value| RateValue {
+                value,
+                of_limit: true,
+            }),
+            None => parse_rate(text).map(|value| RateValue {
+                value,
+                of_limit: false,
+            }),
+        }))
     }
 }
 
@@ -359,37 +372,37 @@ fn parse_rate(text: &str) -> Result<Nanos, String> {
 
 /// Reads a string or number as an exact decimal scaled by 10⁹. Floats go through
 /// their shortest decimal text (what the user wrote), never through multiplication.
-struct DecimalVisitor(&'static str, fn(&str) -> Result<Nanos, String>);
+struct DecimalVisitor<T = Nanos>(&'static str, fn(&str) -> Result<T, String>);
 
-impl Visitor<'_> for DecimalVisitor {
-    type Value = Nanos;
+impl<T> Visitor<'_> for DecimalVisitor<T> {
+    type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.0)
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Nanos, E> {
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
         // The parser's message already says what was expected.
         (self.1)(v).map_err(E::custom)
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Nanos, E> {
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
         self.visit_str(&v.to_string())
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Nanos, E> {
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
         self.visit_str(&v.to_string())
     }
 
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Nanos, E> {
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<T, E> {
         self.visit_str(&v.to_string())
     }
 
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Nanos, E> {
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<T, E> {
         self.visit_str(&v.to_string())
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Nanos, E> {
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
         if !v.is_finite() {
             return Err(E::custom(format!(
                 "`{v}` is not finite; expected {}",

@@ -12,7 +12,7 @@ use crate::sim::scenario::burst::{
     BURST_RULE, burst_fits, burst_period, least_burst_period, most_burst_spread,
     window_too_short_for_bursts,
 };
-use crate::sim::scenario::raw::{CostValue, Dur, RawTraffic};
+use crate::sim::scenario::raw::{CostValue, Dur, RateValue, RawTraffic};
 use crate::sim::scenario::{KeySpec, Popularity, Rate, ScenarioError, TrafficKind, TrafficSpec};
 use crate::time::Nanos;
 
@@ -68,19 +68,20 @@ impl Builder<'_> {
     ) -> Result<TrafficSpec, ScenarioError> {
         let kind_name = self.kind_fields(raw)?;
         let cost = self.cost(raw, kind_name)?;
+        let clients = self.key_count(raw)?;
         let kind = match kind_name {
             "uniform" => TrafficKind::Uniform {
-                rate: self.rate(raw)?,
+                rate: self.rate(raw, rule, clients)?,
             },
             "poisson" => TrafficKind::Poisson {
-                rate: self.rate(raw)?,
+                rate: self.rate(raw, rule, clients)?,
             },
             "boundary_burst" => self.boundary_burst(raw, rule)?,
-            "on_off" => self.on_off(raw)?,
+            "on_off" => self.on_off(raw, rule, clients)?,
             _ => self.trace(raw)?,
         };
         let keys = KeySpec {
-            count: self.key_count(raw)?,
+            count: clients,
             popularity: self.popularity(raw)?,
             prefix: raw
                 .key_prefix
@@ -132,12 +133,19 @@ impl Builder<'_> {
         Ok(kind_name)
     }
 
-    /// The `rate` of a kind that requires one.
-    fn rate(&self, raw: &RawTraffic) -> Result<Rate, ScenarioError> {
+    /// The `rate` of a kind that requires one, for `clients` clients under `rule`.
+    fn rate(&self, raw: &RawTraffic, rule: &Rule, clients: u32) -> Result<Rate, ScenarioError> {
         let r = raw.rate.as_ref().expect("checked as required");
-        match r.get_ref().0.as_u64() {
-            0 => Err(self.err(r.span(), "expected a rate above zero")),
-            n => Ok(Rate { per_giga_secs: n }),
+        let RateValue { value, of_limit } = r.get_ref();
+        match (value.as_u64(), of_limit) {
+            (0, _) => Err(self.err(r.span(), "expected a rate above zero")),
+            (multiple, true) => {
+                Rate::of_limit(multiple, clients, rule).map_err(|e| self.err(r.span(), e))
+            }
+            (n, false) => Ok(Rate {
+                per_giga_secs: n,
+                of_limit: None,
+            }),
         }
     }
 
@@ -202,13 +210,18 @@ impl Builder<'_> {
         }
     }
 
-    fn on_off(&self, raw: &RawTraffic) -> Result<TrafficKind, ScenarioError> {
+    fn on_off(
+        &self,
+        raw: &RawTraffic,
+        rule: &Rule,
+        clients: u32,
+    ) -> Result<TrafficKind, ScenarioError> {
         let on = raw.on.as_ref().expect("checked as required");
         if on.get_ref().0 == Nanos::ZERO {
             return Err(self.err(on.span(), "expected an `on` period above zero"));
         }
         Ok(TrafficKind::OnOff {
-            rate: self.rate(raw)?,
+            rate: self.rate(raw, rule, clients)?,
             on: on.get_ref().0,
             off: dur(&raw.off).unwrap_or(Nanos::ZERO),
         })
