@@ -95,7 +95,7 @@ fn describe(args: &[&str], out: &Output) -> String {
     )
 }
 
-const EVERY_FILE: [&str; 7] = [
+const EVERY_FILE: [&str; 8] = [
     "decisions.csv",
     "window_counts.csv",
     "summary.csv",
@@ -103,6 +103,7 @@ const EVERY_FILE: [&str; 7] = [
     "timeline.png",
     "window_counts.png",
     "over_admission.png",
+    "run.json",
 ];
 
 /// Width and height from a PNG's IHDR chunk, after checking the signature.
@@ -381,6 +382,99 @@ fn one_thread_and_several_threads_write_identical_files() {
     }
 }
 
+/// An output folder says what made it: the scenario, its file and that file's hash, the
+/// limits, seed, duration, algorithms, the command line and the version.
+#[test]
+fn every_run_folder_carries_a_run_json_that_says_what_made_it() {
+    let t = TestDir::new();
+    t.ok(&[
+        "run",
+        "scenarios/burst.toml",
+        "--seed",
+        "9",
+        "--algos",
+        "gcra,fixed_window",
+        "-q",
+        "--no-charts",
+    ]);
+    let text = fs::read_to_string(t.path().join("output/burst/run.json")).unwrap();
+    let meta: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(meta["scenario"], "burst", "{text}");
+    assert_eq!(meta["source"]["file"], "scenarios/burst.toml", "{text}");
+    assert_eq!(
+        meta["source"]["fnv1a64"].as_str().unwrap().len(),
+        16,
+        "{text}"
+    );
+    assert_eq!(meta["seed"], 9);
+    assert_eq!(meta["duration_ns"], 60_000_000_000_u64);
+    assert_eq!(meta["limits"][0]["max_requests"], 5);
+    assert_eq!(meta["limits"][0]["window_ns"], 10_000_000_000_u64);
+    assert_eq!(
+        meta["algorithms"],
+        serde_json::json!(["gcra", "fixed_window"])
+    );
+    assert_eq!(meta["client"], "open");
+    assert_eq!(meta["ratesim_version"], env!("CARGO_PKG_VERSION"));
+    let command: Vec<&str> = meta["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(command[1..3], ["run", "scenarios/burst.toml"], "{text}");
+    // Another version of the file hashes differently.
+    let edited = fs::read_to_string(t.path().join("scenarios/burst.toml")).unwrap() + "\n";
+    t.write("scenarios/edited.toml", edited);
+    t.ok(&[
+        "run",
+        "scenarios/edited.toml",
+        "-q",
+        "--no-charts",
+        "--out",
+        "e",
+    ]);
+    let other: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(t.path().join("e/run.json")).unwrap()).unwrap();
+    assert_ne!(other["source"]["fnv1a64"], meta["source"]["fnv1a64"]);
+}
+
+/// `compare` keeps its folders apart from `run`'s (output/compare/<scenario>/) and writes
+/// its over-admission matrix beside them.
+#[test]
+fn compare_writes_under_output_compare_with_its_matrix() {
+    let t = TestDir::new();
+    t.ok(&[
+        "compare",
+        "--algos",
+        "fixed_window,sliding_window_log",
+        "-q",
+        "--no-charts",
+        "--no-decisions",
+    ]);
+    for scenario in ["uniform", "poisson", "burst"] {
+        let run = t
+            .path()
+            .join("output/compare")
+            .join(scenario)
+            .join("run.json");
+        assert!(run.exists(), "{}", run.display());
+        assert!(
+            !t.path().join("output").join(scenario).exists(),
+            "{scenario}"
+        );
+    }
+    let matrix =
+        fs::read_to_string(t.path().join("output/compare/over_admission_matrix.csv")).unwrap();
+    let lines: Vec<&str> = matrix.lines().collect();
+    assert_eq!(lines[0], "algorithm,uniform,poisson,burst", "{matrix}");
+    assert!(
+        lines[1].starts_with("fixed_window,") && lines[1].ends_with(",2.0"),
+        "{matrix}"
+    );
+    assert_eq!(lines[2], "sliding_window_log,1.0,1.0,1.0", "{matrix}");
+}
+
 #[test]
 fn compare_runs_the_built_in_suite_and_prints_a_matrix() {
     let t = TestDir::new();
@@ -535,7 +629,10 @@ fn help_describes_only_what_each_command_does() {
     );
     let compare = t.ok(&["compare", "--help"]);
     assert!(
-        compare.contains("each scenario's files go to <DIR>/<scenario>/ [default: output]"),
+        compare.contains(
+            "each scenario's files go to <DIR>/<scenario>/, the over-admission matrix to \
+             <DIR>/over_admission_matrix.csv [default: output/compare]"
+        ),
         "{compare}"
     );
     let validate = t.ok(&["validate", "--help"]);

@@ -164,6 +164,7 @@ fn a_registered_algorithm_runs_through_the_simulator_the_reports_and_a_chart() {
         WriteOptions {
             charts: true,
             registry: &registry,
+            metadata: None,
         },
     )
     .unwrap();

@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use ratesim::report::ScenarioSource;
 use ratesim::sim::Scenario;
 use ratesim::{Registry, bundled, report};
 
-use super::run::{Common, apply_overrides, print_summary, simulate};
+use super::run::{Common, apply_overrides, print_summary, simulate, source_of};
 use super::{Failure, input};
 
 pub(super) const EXAMPLES: &str = "Examples:
@@ -25,7 +26,8 @@ pub(super) struct CompareArgs {
     /// A scenario file to include (repeat for several). Default: the built-in suite.
     #[arg(long = "scenario", value_name = "FILE")]
     scenarios: Vec<PathBuf>,
-    /// Output root: each scenario's files go to <DIR>/<scenario>/ [default: output].
+    /// Output root: each scenario's files go to <DIR>/<scenario>/, the over-admission
+    /// matrix to <DIR>/over_admission_matrix.csv [default: output/compare].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -34,7 +36,7 @@ pub(super) struct CompareArgs {
 
 pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Failure> {
     // Load and check everything first so a bad file fails before any run.
-    let mut scenarios = load(&args.scenarios, registry)?;
+    let (mut scenarios, sources) = load(&args.scenarios, registry)?;
     for scenario in &mut scenarios {
         apply_overrides(scenario, &args.common, registry, args.scenarios.is_empty())?;
         // Every trace is read through before the first run writes anything.
@@ -46,34 +48,46 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
         }
     }
     refuse_duplicate_names(&scenarios)?;
-    let root = args.out.clone().unwrap_or_else(|| PathBuf::from("output"));
+    let root = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("output").join("compare"));
     let mut reports = Vec::new();
-    for scenario in &scenarios {
-        reports.push(simulate(
-            scenario,
-            &root.join(&scenario.name),
-            &args.common,
-            registry,
-        )?);
+    for (scenario, source) in scenarios.iter().zip(sources) {
+        let out = root.join(&scenario.name);
+        reports.push(simulate(scenario, &out, &args.common, registry, source)?);
+    }
+    let matrix = report::comparison_csv(&reports).context("cannot format the matrix")?;
+    let written = report::write_text(&root.join(report::OVER_ADMISSION_MATRIX_CSV), &matrix)
+        .context("cannot write the results")?;
+    if !args.common.quiet {
+        eprintln!("wrote {}", written.display());
     }
     print_summary(&reports, args.common.format)
 }
 
-/// The scenario `files`, or the built-in suite when there are none.
-fn load(files: &[PathBuf], registry: &Registry) -> Result<Vec<Scenario>, Failure> {
-    let mut scenarios = Vec::new();
+/// The scenario `files`, or the built-in suite when there are none, each with where it
+/// came from (for `run.json`).
+fn load(
+    files: &[PathBuf],
+    registry: &Registry,
+) -> Result<(Vec<Scenario>, Vec<ScenarioSource>), Failure> {
+    let (mut scenarios, mut sources) = (Vec::new(), Vec::new());
     if files.is_empty() {
         for file in bundled::COMPARE_SUITE {
             let text = bundled::scenario(file).context("the built-in suite is incomplete")?;
             let origin = Path::new("scenarios").join(file);
             scenarios.push(Scenario::parse_with(text, &origin, registry).map_err(input)?);
+            let name = format!("{} (built in)", origin.display());
+            sources.push(ScenarioSource::new(name, text.as_bytes()));
         }
     } else {
         for file in files {
             scenarios.push(Scenario::load_with(file, registry).map_err(input)?);
+            sources.push(source_of(file)?);
         }
     }
-    Ok(scenarios)
+    Ok((scenarios, sources))
 }
 
 /// Refuses two scenarios of one name: their outputs would overwrite each other.

@@ -46,7 +46,8 @@ enum Command {
     /// Run several scenarios and compare the algorithms' over-admission side by side.
     ///
     /// Without --scenario, runs the built-in suite: uniform, Poisson and boundary-burst
-    /// traffic. Each scenario's files go to <out>/<scenario>/ (default output/).
+    /// traffic. Each scenario's files go to <out>/<scenario>/ (default output/compare/),
+    /// beside over_admission_matrix.csv.
     #[command(after_help = compare::EXAMPLES)]
     Compare(compare::CompareArgs),
     /// Search for the most each algorithm can be made to admit in one window.

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use ratesim::report::{self, DecisionParts, Progress, TableOptions, WriteOptions};
+use ratesim::report::{
+    self, DecisionParts, Progress, RunMetadata, ScenarioSource, TableOptions, WriteOptions,
+};
 use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
 use ratesim::{Registry, Rule};
 
@@ -56,7 +58,7 @@ pub(super) struct Common {
     pub(super) no_decisions: bool,
     /// No progress bar and no list of written files (the summary still prints).
     #[arg(long, short)]
-    quiet: bool,
+    pub(super) quiet: bool,
     /// Worker threads (algorithms run in parallel) [default: all cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
@@ -91,7 +93,8 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
         Some(out) => out.clone(),
         None => Path::new("output").join(&scenario.name),
     };
-    let report = simulate(&scenario, &out, &args.common, registry)?;
+    let source = source_of(&args.scenario)?;
+    let report = simulate(&scenario, &out, &args.common, registry, source)?;
     print_summary(&[report], args.common.format)
 }
 
@@ -142,6 +145,7 @@ pub(super) fn simulate(
     out: &Path,
     common: &Common,
     registry: &Registry,
+    source: ScenarioSource,
 ) -> Result<RunReport, Failure> {
     let out = report::prepare_output_dir(out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
@@ -169,13 +173,23 @@ pub(super) fn simulate(
     if let Some(parts) = parts {
         written.push(parts.finish().context("cannot write decisions.csv")?);
     }
-    let charts = !common.no_charts;
-    written.extend(
-        report::write_run(&report, &out, WriteOptions { charts, registry })
-            .context("cannot write the results")?,
-    );
+    let metadata = RunMetadata::new(&report, source, std::env::args().collect());
+    let options = WriteOptions {
+        charts: !common.no_charts,
+        registry,
+        metadata: Some(&metadata),
+    };
+    written.extend(report::write_run(&report, &out, options).context("cannot write the results")?);
     list_written(&out, &written, common.quiet);
     Ok(report)
+}
+
+/// The scenario file `path` as run.json names it: the path given and its bytes' hash.
+pub(super) fn source_of(path: &Path) -> Result<ScenarioSource, Failure> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read", path.display()))
+        .map_err(input)?;
+    Ok(ScenarioSource::new(path.display().to_string(), &bytes))
 }
 
 /// Lists the files written on stderr (unless `quiet`), then notes any output file in

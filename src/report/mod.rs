@@ -44,6 +44,7 @@ pub mod analysis;
 pub mod charts;
 pub mod csvout;
 pub mod listing;
+pub mod metadata;
 pub mod output;
 pub mod preflight;
 pub mod progress;
@@ -66,8 +67,12 @@ pub const TIMELINE_PNG: &str = "timeline.png";
 pub const WINDOW_COUNTS_PNG: &str = "window_counts.png";
 /// File name of the over-admission bar chart.
 pub const OVER_ADMISSION_PNG: &str = "over_admission.png";
+/// File name of what produced the folder (scenario, limits, command line, version).
+pub const RUN_JSON: &str = "run.json";
+/// File name of `compare`'s over-admission matrix, beside the runs' folders.
+pub const OVER_ADMISSION_MATRIX_CSV: &str = "over_admission_matrix.csv";
 /// Every file a run writes into its output directory.
-pub const OUTPUT_FILES: [&str; 7] = [
+pub const OUTPUT_FILES: [&str; 8] = [
     DECISIONS_CSV,
     WINDOW_COUNTS_CSV,
     SUMMARY_CSV,
@@ -75,6 +80,7 @@ pub const OUTPUT_FILES: [&str; 7] = [
     TIMELINE_PNG,
     WINDOW_COUNTS_PNG,
     OVER_ADMISSION_PNG,
+    RUN_JSON,
 ];
 
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
@@ -88,13 +94,14 @@ pub use csvout::{
     json_string, write_csv_rows, write_csv_rows_to, write_json, write_summary,
 };
 pub use listing::render_listing;
+pub use metadata::{RunMetadata, ScenarioSource, write_run_json};
 pub use output::{
     AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files, write_text,
 };
 pub use preflight::{short_run_warning, size_warning, validation_summary};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
-pub use runs::{render_comparison, render_runs, summary_csv, summary_json};
+pub use runs::{comparison_csv, render_comparison, render_runs, summary_csv, summary_json};
 pub use summary::{RetryOutcome, SummaryRow, format_ratio};
 pub use table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_rows, render_summary_table,

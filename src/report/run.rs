@@ -14,6 +14,7 @@ use super::charts::{
     render_window_counts,
 };
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
+use super::metadata::{RunMetadata, write_run_json};
 use super::output::{AtomicFile, OutputError, TempPath};
 use super::summary::{RetryOutcome, SummaryRow};
 use crate::registry::Registry;
@@ -115,10 +116,13 @@ pub struct WriteOptions<'a> {
     /// The registry the run's algorithms came from: their order there picks their
     /// colours in the charts.
     pub registry: &'a Registry,
+    /// What produced the run, written last as `run.json` (so its presence marks a
+    /// finished folder); `None` writes none.
+    pub metadata: Option<&'a RunMetadata>,
 }
 
-/// Writes `window_counts.csv`, `summary.csv`, `summary.json` and (optionally) the
-/// charts for `report` into `dir`; returns the paths written, in that order.
+/// Writes `window_counts.csv`, `summary.csv`, `summary.json`, (optionally) the charts
+/// and `run.json` for `report` into `dir`; returns the paths written, in that order.
 pub fn write_run(
     report: &RunReport,
     dir: &Path,
@@ -141,6 +145,9 @@ pub fn write_run(
             &over_admission_chart(report),
             &dir.join(super::OVER_ADMISSION_PNG),
         )?);
+    }
+    if let Some(meta) = options.metadata {
+        written.push(write_run_json(dir, meta)?);
     }
     Ok(written)
 }

@@ -59,6 +59,36 @@ fn run_heading(r: &RunReport) -> String {
 /// The over-admission matrix: one row per algorithm (in order of first appearance),
 /// one column per run; `n/a` where an algorithm did not run.
 pub fn render_comparison(reports: &[RunReport], options: TableOptions) -> String {
+    let (columns, rows) = over_admission_matrix(reports);
+    render_ratio_matrix("algorithm", &columns, &rows, options)
+}
+
+/// The over-admission matrix as CSV (`over_admission_matrix.csv`): an `algorithm`
+/// column, then one column per run named by its scenario; empty where an algorithm did
+/// not run.
+pub fn comparison_csv(reports: &[RunReport]) -> Result<String, csv::Error> {
+    let (columns, rows) = over_admission_matrix(reports);
+    let mut out = csv::Writer::from_writer(Vec::new());
+    out.write_record(std::iter::once("algorithm").chain(columns.iter().map(String::as_str)))?;
+    for (name, ratios) in &rows {
+        let cells = ratios.iter().map(|r| {
+            if r.is_nan() {
+                String::new()
+            } else {
+                format!("{r:?}") // as summary.csv writes it: 2.0, 1.9
+            }
+        });
+        out.write_record(std::iter::once(name.clone()).chain(cells))?;
+    }
+    let bytes = out
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
+    String::from_utf8(bytes).map_err(|e| csv::Error::from(std::io::Error::other(e)))
+}
+
+/// The runs' scenario names, and per algorithm (in order of first appearance) its
+/// over-admission in each run (NaN where it did not run).
+fn over_admission_matrix(reports: &[RunReport]) -> (Vec<String>, Vec<(String, Vec<f64>)>) {
     let columns: Vec<String> = reports.iter().map(|r| r.scenario.clone()).collect();
     let mut algorithms: Vec<&str> = Vec::new();
     for r in reports {
@@ -68,7 +98,7 @@ pub fn render_comparison(reports: &[RunReport], options: TableOptions) -> String
             }
         }
     }
-    let rows: Vec<(String, Vec<f64>)> = algorithms
+    let rows = algorithms
         .iter()
         .map(|&name| {
             let ratios = reports
@@ -83,7 +113,7 @@ pub fn render_comparison(reports: &[RunReport], options: TableOptions) -> String
             (name.to_string(), ratios)
         })
         .collect();
-    render_ratio_matrix("algorithm", &columns, &rows, options)
+    (columns, rows)
 }
 
 /// The first column of a row when several runs share one table.
