@@ -423,6 +423,20 @@ fn every_run_folder_carries_a_run_json_that_says_what_made_it() {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert_eq!(command[1..3], ["run", "scenarios/burst.toml"], "{text}");
+    // The summary rows say which limit "over" was measured against.
+    let summary = fs::read_to_string(t.path().join("output/burst/summary.csv")).unwrap();
+    let header = summary.lines().next().unwrap();
+    assert!(
+        header.ends_with(",limit_max_requests,limit_window_ns,limit_burst"),
+        "{header}"
+    );
+    assert!(
+        summary
+            .lines()
+            .skip(1)
+            .all(|row| row.ends_with(",5,10000000000,5")),
+        "{summary}"
+    );
     // Another version of the file hashes differently.
     let edited = fs::read_to_string(t.path().join("scenarios/burst.toml")).unwrap() + "\n";
     t.write("scenarios/edited.toml", edited);

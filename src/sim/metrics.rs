@@ -84,6 +84,13 @@ pub struct Metrics {
     /// state plus its heap (the log's entries), in bytes. A peak between two sweeps
     /// can be missed.
     pub state_bytes_per_key: u64,
+    /// The limit these numbers are measured against (the scenario's first): its
+    /// `max_requests`, so a summary row says what "over" meant.
+    pub limit_max_requests: u64,
+    /// Its window, in nanoseconds.
+    pub limit_window_ns: u64,
+    /// Its burst.
+    pub limit_burst: u64,
 }
 
 /// The trailing-window admitted count at one instant.

@@ -42,6 +42,9 @@ impl Recording {
         Recording {
             m: Metrics {
                 algorithm: name.to_string(),
+                limit_max_requests: rule.max_requests(),
+                limit_window_ns: rule.window().as_u64(),
+                limit_burst: rule.burst(),
                 ..Metrics::default()
             },
             tracker,
