@@ -162,18 +162,39 @@ impl RedisStore {
     /// socket. The connection goes back to the pool unless the error says the link is
     /// broken or its state unknown (I/O, timeout, authentication): a reply that may
     /// still arrive must never be read as the answer to the next command.
+    ///
+    /// An idle connection may have died with its server (a restart). When a reused
+    /// connection fails with the link closed — not a timeout — the command never ran on
+    /// a live server, so it is tried once more on a fresh connection. A timeout is never
+    /// retried: the script may have run, and a resend would consume twice.
     fn with_connection<T>(
         &self,
         timeout: Duration,
-        f: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
+        f: impl Fn(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, StoreError> {
-        let secret = self.inner.secret.as_deref();
         let idle = self
             .inner
             .pool
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
+        let reused = idle.is_some();
+        match self.run(idle, timeout, &f) {
+            Err((error, dropped)) if reused && dropped => {
+                self.run(None, timeout, &f).map_err(|(e, _)| e)
+            }
+            result => result.map_err(|(e, _)| e),
+        }
+    }
+
+    /// One attempt; the error says whether the link was found closed.
+    fn run<T>(
+        &self,
+        idle: Option<Pooled>,
+        timeout: Duration,
+        f: &impl Fn(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, (StoreError, bool)> {
+        let secret = self.inner.secret.as_deref();
         let mut pooled = match idle {
             Some(p) => p,
             None => {
@@ -181,7 +202,7 @@ impl RedisStore {
                     .inner
                     .client
                     .get_connection_with_timeout(timeout)
-                    .map_err(|e| StoreError::from_redis(&e, secret))?;
+                    .map_err(|e| (StoreError::from_redis(&e, secret), false))?;
                 Pooled {
                     con,
                     timeout: Duration::ZERO,
@@ -193,7 +214,7 @@ impl RedisStore {
                 .con
                 .set_read_timeout(Some(timeout))
                 .and_then(|()| pooled.con.set_write_timeout(Some(timeout)));
-            set.map_err(|e| StoreError::from_redis(&e, secret))?;
+            set.map_err(|e| (StoreError::from_redis(&e, secret), false))?;
             pooled.timeout = timeout;
         }
         match f(&mut pooled.con) {
@@ -206,7 +227,8 @@ impl RedisStore {
                 if error.kind() == FailureKind::Server {
                     self.give_back(pooled);
                 }
-                Err(error)
+                let dropped = !e.is_timeout() && e.is_connection_dropped();
+                Err((error, dropped))
             }
         }
     }
