@@ -92,7 +92,10 @@ fn the_largest_exact_rule_decides_as_in_memory_and_one_unit_past_is_refused() {
             _ => memory(Gcra::new(ok), &steps),
         };
         assert_eq!(got, want, "{name}");
-        assert!(!got[1].unwrap().allowed && got[4].unwrap().allowed, "{got:?}");
+        assert!(
+            !got[1].unwrap().allowed && got[4].unwrap().allowed,
+            "{got:?}"
+        );
 
         let refused = make(past).unwrap_err();
         assert_eq!(

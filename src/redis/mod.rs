@@ -180,7 +180,7 @@ impl RedisStore {
             .pop();
         let reused = idle.is_some();
         match self.run(idle, timeout, &f) {
-            Err((error, dropped)) if reused && dropped => {
+            Err((_, dropped)) if reused && dropped => {
                 self.run(None, timeout, &f).map_err(|(e, _)| e)
             }
             result => result.map_err(|(e, _)| e),
