@@ -66,6 +66,9 @@ pub mod composite;
 pub mod demo;
 pub mod limiter;
 pub mod middleware;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis;
 pub mod registry;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]

@@ -1,0 +1,161 @@
+//! The Redis store's typed errors. None of them ever holds a credential: texts from
+//! redis-rs are scrubbed of the URL's password, and no URL is ever quoted.
+
+use redis::{ErrorKind, ServerErrorKind};
+
+use super::FailurePolicy;
+use crate::limiter::InsufficientCapacity;
+use crate::rule::{Decision, Rule};
+
+/// Why Redis could not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// No reply within the limiter's timeout. The script may or may not have run, so the
+    /// decision is never resent.
+    Timeout,
+    /// The server could not be reached, or the connection broke.
+    Connection,
+    /// Wrong or missing credentials (`WRONGPASS`, `NOAUTH`), or an ACL forbids a
+    /// command the script needs (`NOPERM`).
+    Auth,
+    /// The server answered with an error (out of memory, read-only replica, a script
+    /// error…).
+    Server,
+    /// The URL or the key prefix is not usable.
+    InvalidConfig,
+}
+
+/// Redis could not make a decision, and why. Its texts never hold a password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("redis {}: {detail}", kind_text(*.kind))]
+pub struct StoreError {
+    kind: FailureKind,
+    detail: String,
+}
+
+fn kind_text(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::Timeout => "timed out",
+        FailureKind::Connection => "connection failed",
+        FailureKind::Auth => "authentication failed",
+        FailureKind::Server => "server error",
+        FailureKind::InvalidConfig => "configuration error",
+    }
+}
+
+impl StoreError {
+    pub(super) fn new(kind: FailureKind, detail: String) -> StoreError {
+        StoreError { kind, detail }
+    }
+
+    /// Classifies a redis-rs error and keeps its text with `secret` blanked out.
+    pub(super) fn from_redis(e: &redis::RedisError, secret: Option<&str>) -> StoreError {
+        let code = e.code().unwrap_or("");
+        let kind = if e.is_timeout() {
+            FailureKind::Timeout
+        } else if e.kind() == ErrorKind::AuthenticationFailed
+            || matches!(code, "WRONGPASS" | "NOAUTH" | "NOPERM")
+            || e.kind() == ErrorKind::Server(ServerErrorKind::NoPerm)
+        {
+            FailureKind::Auth
+        } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+            FailureKind::Connection
+        } else if e.kind() == ErrorKind::InvalidClientConfig {
+            FailureKind::InvalidConfig
+        } else {
+            FailureKind::Server
+        };
+        let mut detail = e.to_string();
+        if let Some(secret) = secret {
+            detail = detail.replace(secret, "***");
+        }
+        StoreError { kind, detail }
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+}
+
+/// A decision a Redis limiter could not make.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedisError {
+    /// The cost exceeds the capacity: it can never pass (as in memory). Nothing was sent.
+    #[error(transparent)]
+    InsufficientCapacity(#[from] InsufficientCapacity),
+    /// Redis did not answer. `fallback` is the limiter's [`FailurePolicy`] decision, for
+    /// a caller that wants to go on: admitted when the policy is open, denied when closed.
+    #[error("{error} (failing {}: the request is {})",
+        if *.policy == FailurePolicy::Open { "open" } else { "closed" },
+        if .fallback.allowed { "admitted" } else { "denied" })]
+    Unavailable {
+        /// Why Redis did not answer.
+        error: StoreError,
+        /// The limiter's policy.
+        policy: FailurePolicy,
+        /// The policy's decision.
+        fallback: Decision,
+    },
+}
+
+impl RedisError {
+    /// The decision to act on: the policy's fallback when Redis was unavailable, `None`
+    /// for a request that can never pass.
+    pub fn fallback(&self) -> Option<Decision> {
+        match self {
+            RedisError::InsufficientCapacity(_) => None,
+            RedisError::Unavailable { fallback, .. } => Some(*fallback),
+        }
+    }
+}
+
+/// The bound a rule broke: the largest value the script would form must stay an exact
+/// integer in a double.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// `(burst·W + max(W, max)) / g ≤ 2^53`, `g = gcd(W, max)`: the level, a refill
+    /// and every division stay exact.
+    Exact {
+        /// `(burst·W + max(W, max)) / g` for the rule.
+        value: u128,
+    },
+    /// `⌈burst·W / max⌉ ≤ 8 990 000 000 000 000 ns` (about 104 days): a full refill
+    /// fits the longest elapsed time the script computes exactly.
+    RefillTime {
+        /// `⌈burst·W / max⌉` ns for the rule.
+        value: u128,
+    },
+}
+
+/// `2^53`: doubles hold every integer up to it exactly.
+pub const EXACT_LIMIT: u128 = 1 << 53;
+/// The longest elapsed time (ns) the script forms exactly; longer gaps saturate to it.
+pub const ELAPSED_MAX: u128 = 8_990_000_000_000_000;
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Exact { value } => write!(
+                f,
+                "(burst·W + max(W, max))/gcd(W, max) = {value} exceeds 2^53 = {EXACT_LIMIT}"
+            ),
+            Bound::RefillTime { value } => write!(
+                f,
+                "a full refill takes {value} ns, more than {ELAPSED_MAX} ns (about 104 days)"
+            ),
+        }
+    }
+}
+
+/// A rule the Redis script cannot compute exactly, refused when its limiter is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{algorithm} {rule} cannot be computed exactly in Redis: {bound}")]
+pub struct Unrepresentable {
+    /// The algorithm's registry name.
+    pub algorithm: &'static str,
+    /// The rule refused.
+    pub rule: Rule,
+    /// The bound it breaks.
+    pub bound: Bound,
+}
