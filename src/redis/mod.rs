@@ -83,6 +83,10 @@ pub enum FailurePolicy {
 /// How long a limiter waits for Redis before giving up, unless told otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(200);
 
+/// How long [`RedisStore::open`] waits for its first answer: once, at start-up, where a
+/// cold or busy server (or a slow handshake) must not fail the whole program.
+pub const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A Redis server (by URL), a key prefix and a pool of connections, shared by the
 /// limiters built from it. Cheap to clone; clones share the pool.
 ///
@@ -141,7 +145,7 @@ impl RedisStore {
                 secret,
             }),
         };
-        store.with_connection(DEFAULT_TIMEOUT, |con| {
+        store.with_connection(OPEN_TIMEOUT, |con| {
             redis::cmd("PING").query::<String>(con).map(drop)
         })?;
         Ok(store)

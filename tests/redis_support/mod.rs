@@ -95,10 +95,20 @@ impl Server {
             .expect("redis-server starts");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !self.socket().exists() {
+        // Ready when it answers PING, not merely when its socket exists: on a busy
+        // machine the two can be far apart.
+        let url = self.url();
+        // Any reply counts, NOAUTH included (a server started with --requirepass).
+        let answers = || {
+            redis::Client::open(url.as_str())
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(500)))
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+                .map_or_else(|e| !e.is_io_error() && !e.is_timeout(), |_| true)
+        };
+        while !(self.socket().exists() && answers()) {
             assert!(
                 Instant::now() < deadline,
-                "redis-server did not open its socket in 5 s; log: {}",
+                "redis-server did not answer PING in 5 s; log: {}",
                 std::fs::read_to_string(dir.join("log")).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(10));
