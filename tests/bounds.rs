@@ -127,3 +127,13 @@ fn a_registered_algorithm_knows_nothing_of_its_bound_until_told() {
         Some("A fixed window under another name.")
     );
 }
+
+#[test]
+fn an_entry_in_a_debug_message_shows_its_name_and_bound() {
+    let registry = Registry::default();
+    let shown = format!("{:?}", registry.entry("gcra").expect("registered"));
+    assert!(shown.starts_with("Entry"), "{shown}");
+    for part in ["\"gcra\"", "\"B + N - 1\"", "uses_burst: true", "Gcra"] {
+        assert!(shown.contains(part), "{part} in {shown}");
+    }
+}

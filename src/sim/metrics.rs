@@ -537,6 +537,40 @@ mod tests {
     }
 
     #[test]
+    fn admissions_of_one_key_at_one_instant_expire_together_to_zero() {
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        let mut heard = Vec::new();
+        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
+        tracker.admit(0, Nanos::new(5), 2, &mut on);
+        tracker.admit(0, Nanos::new(5), 3, &mut on);
+        assert_eq!(tracker.admit(0, Nanos::new(14), 1, &mut on), 6);
+        assert_eq!(
+            tracker.admit(0, Nanos::new(15), 1, &mut on),
+            2,
+            "2 + 3 gone at 15"
+        );
+        tracker.finish(Nanos::new(100), &mut on);
+        assert_eq!(
+            heard,
+            [(5, 2), (5, 5), (14, 6), (15, 1), (15, 2), (24, 1), (25, 0)]
+        );
+    }
+
+    #[test]
+    fn the_worst_key_is_the_first_to_reach_the_maximum_not_a_later_tie() {
+        let mut tracker = WindowTracker::new(Nanos::new(100), 100);
+        for (key, t) in [(3, 1), (3, 2), (5, 3), (5, 4), (5, 60), (3, 61)] {
+            tracker.admit(key, Nanos::new(t), 1, |_, _| {});
+        }
+        assert_eq!(tracker.max, 3);
+        assert_eq!(
+            tracker.worst_key,
+            Some(5),
+            "5 reached 3 at 60, 3 only at 61"
+        );
+    }
+
+    #[test]
     fn an_admission_counts_until_exactly_one_window_after_it() {
         // Counted in (t − W, t]: at 0 + 10 it has just expired, at 9 it still counts.
         let mut tracker = WindowTracker::new(Nanos::new(10), 100);
