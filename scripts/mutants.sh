@@ -9,7 +9,7 @@
 # cores. The light library (algorithm, registry, limiter, composite, rule, time,
 # middleware) is built without the `cli` feature, which leaves out the simulator and the
 # reports and makes each rebuild several times cheaper; its tests (tests/algorithms.rs,
-# conformance.rs, bounds.rs, limiter.rs) need nothing more. (properties.rs is left out:
+# conformance.rs, bounds.rs, states.rs, limiter.rs) need nothing more. (properties.rs is left out:
 # it is the slowest to rebuild, and conformance.rs checks the same decisions.) Debug info is off for the
 # same reason. Results go to mutants.out/AREA/mutants.out/ (git-ignored): caught.txt,
 # missed.txt, unviable.txt, timeout.txt. Equivalent mutants are excluded, each with its
@@ -64,7 +64,7 @@ metrics | all)
     ;;&
 algorithm | all)
     run algorithm --light 'src/algorithm/*.rs' src/registry.rs \
-        -- --lib --test algorithms --test conformance --test bounds || status=$?
+        -- --lib --test algorithms --test conformance --test bounds --test states || status=$?
     ;;&
 limiter | all)
     run limiter --light src/limiter.rs src/composite.rs src/rule.rs src/time.rs \

@@ -137,3 +137,12 @@ fn an_entry_in_a_debug_message_shows_its_name_and_bound() {
         assert!(shown.contains(part), "{part} in {shown}");
     }
 }
+
+#[test]
+fn a_registry_in_a_debug_message_lists_its_names_in_display_order() {
+    let shown = format!("{:?}", Registry::default());
+    assert_eq!(
+        shown,
+        r#"["token_bucket", "leaky_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter", "gcra"]"#
+    );
+}
