@@ -1,8 +1,11 @@
-//! What the per-key states let a caller see: the instant a bucket was last brought up
-//! to date, and the size of a sliding log. Used for memory accounting and debugging;
-//! the decisions themselves are the conformance suite's.
+//! What the per-key states and a boxed algorithm let a caller see: the instant a bucket
+//! was last brought up to date, the size of a sliding log, and what a debug message
+//! shows. Used for memory accounting and debugging; the decisions themselves are the
+//! conformance suite's.
 
-use ratesim::{Algorithm, LeakyBucket, Nanos, Rule, SlidingWindowLog, TokenBucket};
+use ratesim::{
+    Algorithm, BoxedAlgorithm, Gcra, LeakyBucket, Nanos, Rule, SlidingWindowLog, TokenBucket,
+};
 
 fn rule() -> Rule {
     Rule::new(2, Nanos::from_secs(1)).expect("valid rule")
@@ -57,4 +60,20 @@ fn a_sliding_log_holds_one_entry_per_admission_instant_until_it_expires() {
         "the first entry expired as the new one came in"
     );
     assert!(!state.is_empty());
+}
+
+#[test]
+fn a_boxed_algorithm_and_its_state_say_what_they_are_in_a_debug_message() {
+    let rule = Rule::new(5, Nanos::from_secs(10))
+        .and_then(|r| r.with_burst(8))
+        .expect("valid rule");
+    let gcra = BoxedAlgorithm::new(Gcra::new(rule));
+    assert_eq!(format!("{gcra:?}"), format!("gcra({rule})"));
+    assert_eq!(format!("{gcra:?}"), "gcra(5/10s (burst 8))");
+    let state = gcra.new_state(Nanos::ZERO);
+    assert_eq!(
+        format!("{state:?}"),
+        "ErasedState",
+        "a boxed state hides its type"
+    );
 }
