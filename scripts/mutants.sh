@@ -9,11 +9,12 @@
 # cores. The light library (algorithm, registry, limiter, composite, rule, time,
 # middleware) is built without the `cli` feature, which leaves out the simulator and the
 # reports and makes each rebuild several times cheaper; its tests (tests/algorithms.rs,
-# conformance.rs, bounds.rs, states.rs, limiter.rs) need nothing more. (properties.rs is left out:
-# it is the slowest to rebuild, and conformance.rs checks the same decisions.) Debug info is off for the
-# same reason. Results go to mutants.out/AREA/mutants.out/ (git-ignored): caught.txt,
-# missed.txt, unviable.txt, timeout.txt. Equivalent mutants are excluded, each with its
-# reason, in .cargo/mutants.toml, so a clean run reports no `missed`.
+# conformance.rs, bounds.rs, states.rs, reset_after.rs, limiter.rs) need nothing more.
+# (properties.rs is left out: it is the slowest to rebuild, and conformance.rs checks
+# the same decisions.) Debug info is off for the same reason. Results go to
+# mutants.out/AREA/mutants.out/ (git-ignored): caught.txt, missed.txt, unviable.txt,
+# timeout.txt. Equivalent mutants are excluded, each with its reason, in
+# .cargo/mutants.toml, so a clean run reports no `missed`.
 #
 # Not part of .ci/run (too slow for every push); run it before a release and after
 # changing the files of an area. Needs `cargo install cargo-mutants --locked` (27.x).
@@ -66,7 +67,8 @@ metrics | all)
     ;;&
 algorithm | all)
     run algorithm --light 'src/algorithm/*.rs' src/registry.rs \
-        -- --lib --test algorithms --test conformance --test bounds --test states || status=$?
+        -- --lib --test algorithms --test conformance --test bounds --test states \
+        --test reset_after || status=$?
     ;;&
 limiter | all)
     run limiter --light src/limiter.rs src/composite.rs src/rule.rs src/time.rs \
