@@ -9,7 +9,8 @@
 # cores. The light library (algorithm, registry, limiter, composite, rule, time,
 # middleware) is built without the `cli` feature, which leaves out the simulator and the
 # reports and makes each rebuild several times cheaper; its tests (tests/algorithms.rs,
-# conformance.rs, bounds.rs, states.rs, reset_after.rs, limiter.rs) need nothing more.
+# conformance.rs, bounds.rs, states.rs, reset_after.rs, limiter.rs, composite.rs) need
+# nothing more.
 # (properties.rs is left out: it is the slowest to rebuild, and conformance.rs checks
 # the same decisions.) Debug info is off for the same reason. Results go to
 # mutants.out/AREA/mutants.out/ (git-ignored): caught.txt, missed.txt, unviable.txt,
@@ -73,7 +74,8 @@ algorithm | all)
 limiter | all)
     run limiter --light src/limiter.rs src/composite.rs src/rule.rs src/time.rs \
         src/middleware.rs \
-        -- --lib --test limiter --test algorithms --test conformance --test bounds || status=$?
+        -- --lib --test limiter --test algorithms --test conformance --test bounds \
+        --test composite || status=$?
     ;;&
 sim | all)
     run sim 'src/sim/engine/*.rs' 'src/sim/traffic/*.rs' 'src/sim/scenario/*.rs' \
