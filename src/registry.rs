@@ -459,5 +459,18 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("gcra", "gcra"), 0);
+        assert_eq!(edit_distance("abc", ""), 3, "every letter deleted");
+        assert_eq!(edit_distance("sitting", "kitten"), 3, "symmetric");
+    }
+
+    #[test]
+    fn a_long_name_may_have_a_typo_per_four_letters_and_two_letters_are_enough() {
+        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        // 22 letters, 3 wrong: within 22 / 4 = 5; no other name has a part in common.
+        assert_eq!(
+            closest_name("slidimg_windox_cointer", &known).as_deref(),
+            Some("sliding_window_counter")
+        );
+        assert_eq!(closest_name("gc", &known).as_deref(), Some("gcra"));
     }
 }

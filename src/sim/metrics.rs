@@ -409,6 +409,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_timeline_counts_allowed_and_denied_attempts_in_their_own_buckets() {
+        let mut timeline = Timeline::new(Nanos::from_secs(2));
+        assert_eq!(
+            timeline.bucket,
+            Nanos::from_millis(1),
+            "2 s in 2 000 buckets"
+        );
+        let mut cursor = BucketCursor::new(timeline.bucket);
+        for (ms, allowed) in [(0, true), (0, true), (0, false), (5, false), (1_999, true)] {
+            let i = cursor.index(Nanos::from_millis(ms));
+            timeline.record_in(i, allowed);
+        }
+        timeline.record_in(2_000, true); // past the end: dropped, not a panic
+        let nonzero = |v: &[u64]| -> Vec<(usize, u64)> {
+            v.iter()
+                .copied()
+                .enumerate()
+                .filter(|&(_, c)| c > 0)
+                .collect()
+        };
+        assert_eq!(nonzero(&timeline.allowed), [(0, 2), (1_999, 1)]);
+        assert_eq!(nonzero(&timeline.denied), [(0, 1), (5, 1)]);
+    }
+
+    #[test]
     fn the_bucket_cursor_agrees_with_division_forwards_backwards_and_at_the_edges() {
         for width in [1, 3, 10, 1_000_000_007] {
             let mut cursor = BucketCursor::new(Nanos::new(width));
@@ -456,6 +481,149 @@ mod tests {
         tracker.finish(Nanos::new(100), &mut on);
         assert_eq!(heard, [(5, 1), (5, 2), (7, 3), (15, 1), (17, 0)]);
         assert_eq!((tracker.max, tracker.worst_key), (3, Some(0)));
+    }
+
+    #[test]
+    fn excess_counts_each_admission_that_leaves_the_window_over_the_limit() {
+        // Limit 2 in 10 ns: the third and fourth admissions inside one window are over;
+        // once the early ones expire, the count only reaches the limit again, which is
+        // not excess.
+        let mut tracker = WindowTracker::new(Nanos::new(10), 2);
+        let counts: Vec<u64> = [0, 1, 2, 3, 12, 13]
+            .into_iter()
+            .map(|t| tracker.admit(0, Nanos::new(t), 1, |_, _| {}))
+            .collect();
+        assert_eq!(counts, [1, 2, 3, 4, 2, 2]);
+        assert_eq!(
+            tracker.excess, 2,
+            "the admissions at 2 and 3 left it above 2"
+        );
+        assert_eq!((tracker.max, tracker.worst_key), (4, Some(0)));
+    }
+
+    #[test]
+    fn excess_is_counted_for_every_key_not_only_the_tracked_one() {
+        let mut tracker = WindowTracker::new(Nanos::new(100), 1);
+        tracker.track(0);
+        tracker.admit(0, Nanos::new(1), 1, |_, _| {});
+        tracker.admit(1, Nanos::new(2), 1, |_, _| {});
+        tracker.admit(1, Nanos::new(3), 2, |_, _| {});
+        assert_eq!(tracker.excess, 1, "only key 1's second admission is over");
+        assert_eq!((tracker.max, tracker.worst_key), (3, Some(1)));
+    }
+
+    #[test]
+    fn a_tracked_key_is_the_one_whose_count_changes_are_reported() {
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        tracker.track(1);
+        let mut heard = Vec::new();
+        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
+        tracker.admit(0, Nanos::new(1), 1, &mut on);
+        tracker.admit(1, Nanos::new(2), 3, &mut on);
+        tracker.admit(0, Nanos::new(4), 1, &mut on);
+        tracker.finish(Nanos::new(50), &mut on);
+        assert_eq!(
+            heard,
+            [(2, 3), (12, 0)],
+            "key 1 only, though key 0 came first"
+        );
+        assert_eq!((tracker.tracked, tracker.tracked_max), (Some(1), 3));
+    }
+
+    #[test]
+    fn without_a_tracked_key_the_first_admitted_key_is_followed() {
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        let mut heard = Vec::new();
+        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
+        tracker.admit(2, Nanos::new(1), 1, &mut on);
+        tracker.admit(0, Nanos::new(2), 5, &mut on);
+        tracker.finish(Nanos::new(50), &mut on);
+        assert_eq!(heard, [(1, 1), (11, 0)]);
+        assert_eq!((tracker.tracked, tracker.tracked_max), (Some(2), 1));
+        assert_eq!((tracker.max, tracker.worst_key), (5, Some(0)));
+    }
+
+    #[test]
+    fn admissions_of_one_key_at_one_instant_expire_together_to_zero() {
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        let mut heard = Vec::new();
+        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
+        tracker.admit(0, Nanos::new(5), 2, &mut on);
+        tracker.admit(0, Nanos::new(5), 3, &mut on);
+        assert_eq!(tracker.admit(0, Nanos::new(14), 1, &mut on), 6);
+        assert_eq!(
+            tracker.admit(0, Nanos::new(15), 1, &mut on),
+            2,
+            "2 + 3 gone at 15"
+        );
+        tracker.finish(Nanos::new(100), &mut on);
+        assert_eq!(
+            heard,
+            [(5, 2), (5, 5), (14, 6), (15, 1), (15, 2), (24, 1), (25, 0)]
+        );
+    }
+
+    #[test]
+    fn the_worst_key_is_the_first_to_reach_the_maximum_not_a_later_tie() {
+        let mut tracker = WindowTracker::new(Nanos::new(100), 100);
+        for (key, t) in [(3, 1), (3, 2), (5, 3), (5, 4), (5, 60), (3, 61)] {
+            tracker.admit(key, Nanos::new(t), 1, |_, _| {});
+        }
+        assert_eq!(tracker.max, 3);
+        assert_eq!(
+            tracker.worst_key,
+            Some(5),
+            "5 reached 3 at 60, 3 only at 61"
+        );
+    }
+
+    #[test]
+    fn an_admission_counts_until_exactly_one_window_after_it() {
+        // Counted in (t − W, t]: at 0 + 10 it has just expired, at 9 it still counts.
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        assert_eq!(tracker.admit(0, Nanos::new(0), 1, |_, _| {}), 1);
+        assert_eq!(tracker.admit(0, Nanos::new(9), 1, |_, _| {}), 2);
+        assert_eq!(tracker.admit(0, Nanos::new(10), 1, |_, _| {}), 2);
+        assert_eq!(tracker.admit(0, Nanos::new(19), 1, |_, _| {}), 2);
+    }
+
+    #[test]
+    fn every_small_latency_lands_in_a_bucket_whose_upper_bound_holds_it() {
+        // Exact below 128; from 128 on, buckets of 2, 4, 8, ... ns; never understated.
+        for v in 0..70_000u64 {
+            let i = LatencyHistogram::index(v);
+            let upper = LatencyHistogram::upper(i);
+            assert!(
+                upper >= v && upper - v <= v / 64,
+                "{v}: bucket {i}, upper {upper}"
+            );
+            if v < 128 {
+                assert_eq!(upper, v, "exact below 128");
+            }
+            if v > 0 {
+                let previous = LatencyHistogram::index(v - 1);
+                assert!(
+                    i == previous || i == previous + 1,
+                    "{v}: buckets are contiguous"
+                );
+            }
+        }
+        assert_eq!(LatencyHistogram::upper(LatencyHistogram::index(128)), 129);
+        assert_eq!(LatencyHistogram::upper(LatencyHistogram::index(256)), 259);
+    }
+
+    #[test]
+    fn histogram_percentiles_report_the_bucket_upper_bound_and_max_is_exact() {
+        let mut h = LatencyHistogram::default();
+        for v in [1_000, 1_000, 1_000, 5_000_000] {
+            h.record(Nanos::new(v));
+        }
+        // 1 000 ns falls in the 8-ns bucket 1 000..=1 007.
+        assert_eq!(h.quantile(0.5), Some(1_007));
+        assert_eq!(h.quantile(0.75), Some(1_007));
+        assert_eq!(h.quantile(0.99), Some(5_000_000), "capped by the exact max");
+        assert_eq!(h.max(), Some(5_000_000));
+        assert_eq!(LatencyHistogram::default().max(), None);
     }
 
     #[test]

@@ -148,6 +148,71 @@ mod tests {
     }
 
     #[test]
+    fn a_series_of_exactly_the_sample_limit_is_kept_whole_and_one_more_is_thinned() {
+        let whole = |n: u64| {
+            let mut t = SeriesThinner::new(Nanos::from_secs(1));
+            for i in 0..n {
+                t.push(Nanos::new(i), i % 7);
+            }
+            t.finish()
+        };
+        let kept = whole(WINDOW_SAMPLES);
+        assert_eq!(kept.len() as u64, WINDOW_SAMPLES, "every instant fits");
+        assert!(
+            kept.iter()
+                .enumerate()
+                .all(|(i, s)| s.time == Nanos::new(i as u64))
+        );
+        let thinned = whole(WINDOW_SAMPLES + 1);
+        assert!(
+            (thinned.len() as u64) <= WINDOW_SAMPLES,
+            "{} samples for {} instants",
+            thinned.len(),
+            WINDOW_SAMPLES + 1
+        );
+        assert_eq!(thinned.first().map(|s| s.time), Some(Nanos::ZERO));
+        assert_eq!(
+            thinned.last().map(|s| s.time),
+            Some(Nanos::new(WINDOW_SAMPLES))
+        );
+    }
+
+    #[test]
+    fn a_thinned_bucket_keeps_its_first_lowest_highest_and_last_points_in_time_order() {
+        // Buckets of 60 s / 5 000 = 12 ms: the one at 24..36 ms holds a rise to 9, a
+        // fall to 0, and flat stretches at both; 20 001 later instants force thinning.
+        let mut t = SeriesThinner::new(Nanos::from_secs(60));
+        let ms = |m: u64| Nanos::new(m * 1_000_000);
+        let steps = [
+            (24, 4),
+            (25, 9),
+            (26, 9),
+            (27, 5),
+            (28, 0),
+            (29, 0),
+            (30, 6),
+            (35, 2),
+        ];
+        for (m, c) in steps {
+            t.push(ms(m), c);
+        }
+        for i in 0..=WINDOW_SAMPLES {
+            t.push(Nanos::from_secs(40) + Nanos::new(i), 3);
+        }
+        let out = t.finish();
+        let bucket: Vec<(u64, u64)> = out
+            .iter()
+            .filter(|s| s.time >= ms(24) && s.time < ms(36))
+            .map(|s| (s.time.as_u64() / 1_000_000, s.count))
+            .collect();
+        assert_eq!(
+            bucket,
+            [(24, 4), (25, 9), (28, 0), (35, 2)],
+            "first, the peak and the dip where first reached, last"
+        );
+    }
+
+    #[test]
     fn thinning_keeps_the_value_each_bucket_ends_on() {
         // Within one bucket the count drops from 5 to 0 and climbs back to 5; the
         // step that holds afterwards is the final 5, not the dip.
