@@ -78,7 +78,7 @@ limiter | all)
         --test composite || status=$?
     ;;&
 sim | all)
-    run sim 'src/sim/engine/*.rs' 'src/sim/traffic/*.rs' 'src/sim/scenario/*.rs' \
+    run sim 'src/sim/engine/*.rs' 'src/sim/traffic/*.rs' 'src/sim/scenario/**/*.rs' \
         'src/sim/trace/*.rs' src/sim/mod.rs src/sim/worst_case.rs src/sim/calibrate.rs \
         -- --lib --test sim_engine --test sim_scenarios --test sim_limits --test worst_case \
         || status=$?
