@@ -126,7 +126,23 @@ pub enum Bound {
         /// `⌈burst·W / max⌉` ns for the rule.
         value: u128,
     },
+    /// `W ≤ 2^52` ns (about 52 days) for the fixed window and the sliding window
+    /// counter: the script finds an instant's window (`t mod W`) and compares weighted
+    /// counts by shift-and-add, exact only for moduli up to 2^52.
+    Window {
+        /// The rule's window in ns.
+        value: u64,
+    },
+    /// `max_requests ≤ 2^52` for the windows and the sliding log: counts, a count plus
+    /// a cost, and the counter's weights stay exact.
+    Quota {
+        /// The rule's `max_requests`.
+        value: u64,
+    },
 }
+
+/// `2^52`: the largest window (ns) and quota the window family and the log accept.
+pub const WINDOW_LIMIT: u64 = 1 << 52;
 
 /// `2^53`: doubles hold every integer up to it exactly.
 pub const EXACT_LIMIT: u128 = 1 << 53;
@@ -144,6 +160,13 @@ impl std::fmt::Display for Bound {
                 f,
                 "a full refill takes {value} ns, more than {ELAPSED_MAX} ns (about 104 days)"
             ),
+            Bound::Window { value } => write!(
+                f,
+                "the window is {value} ns, more than 2^52 = {WINDOW_LIMIT} ns (about 52 days)"
+            ),
+            Bound::Quota { value } => {
+                write!(f, "max_requests = {value} exceeds 2^52 = {WINDOW_LIMIT}")
+            }
         }
     }
 }
