@@ -55,3 +55,31 @@ pub(super) fn quota_fits<A: Algorithm>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rule::Rule;
+    use crate::time::Nanos;
+    use crate::{SlidingWindowLog, algorithm::SlidingWindowCounter};
+
+    fn rule(max: u64, w: u64) -> Rule {
+        Rule::new(max, Nanos::new(w)).unwrap()
+    }
+
+    #[test]
+    fn windows_and_quotas_up_to_2_pow_52_pass_and_one_more_is_refused() {
+        let at = WINDOW_LIMIT;
+        assert!(FixedWindow::new(rule(at, at)).parts().is_ok());
+        let refused = FixedWindow::new(rule(1, at + 1)).parts().unwrap_err();
+        assert_eq!(refused.bound, Bound::Window { value: at + 1 });
+        let refused = SlidingWindowCounter::new(rule(at + 1, 1))
+            .parts()
+            .unwrap_err();
+        assert_eq!(refused.bound, Bound::Quota { value: at + 1 });
+        // The log has no window bound, only the quota's.
+        assert!(SlidingWindowLog::new(rule(at, u64::MAX)).parts().is_ok());
+        let refused = SlidingWindowLog::new(rule(at + 1, 1)).parts().unwrap_err();
+        assert!(refused.to_string().contains("2^52"), "{refused}");
+    }
+}
