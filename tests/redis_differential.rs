@@ -257,15 +257,6 @@ fn differential<A: Scripted + Clone>(
     assert!(checked > 0 && at_bound > 0);
 }
 
-const NAMES: [&str; 6] = [
-    "token_bucket",
-    "leaky_bucket",
-    "gcra",
-    "fixed_window",
-    "sliding_window_counter",
-    "sliding_window_log",
-];
-
 /// `name` on `rule` in Redis (the concrete type) and in memory (the registry's).
 fn both(store: &RedisStore, name: &str, rule: Rule) -> (RedisLimiter, BoxedAlgorithm) {
     let redis = match name {
@@ -292,7 +283,7 @@ fn composites_of_mixed_algorithms_decide_as_in_memory() {
     for stream in 0..150 {
         let (mut redis, mut memory) = (Vec::new(), Vec::new());
         for _ in 0..1 + rng.below(3) {
-            let name = NAMES[rng.below(6) as usize];
+            let name = redis_support::ALGORITHMS[rng.below(6) as usize];
             let rule = if name.contains("window") {
                 window_rule(&mut rng)
             } else {

@@ -458,14 +458,7 @@ fn sixteen_threads_in_two_processes_never_over_admit_one_hot_key() {
         return;
     };
     let mut con = server.connection("");
-    for name in [
-        "token_bucket",
-        "leaky_bucket",
-        "gcra",
-        "fixed_window",
-        "sliding_window_counter",
-        "sliding_window_log",
-    ] {
+    for name in redis_support::ALGORITHMS {
         let t0 = server_ns(&mut con);
         let child = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -531,4 +524,55 @@ impl OutputAsync for Command {
             .spawn()
             .unwrap()
     }
+}
+
+#[test]
+fn a_composite_of_one_algorithm_is_one_limiter_that_decides_as_in_memory() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let store = RedisStore::open(&server.url(), "one").unwrap();
+    // 3 per second and 5 per 10 s, both sliding logs: the second binds from the 4th.
+    let make = || {
+        ratesim::Composite::new(vec![
+            SlidingWindowLog::new(rule(3, 1_000_000_000, 1)),
+            SlidingWindowLog::new(rule(5, 10_000_000_000, 1)),
+        ])
+        .unwrap()
+    };
+    let redis = store.limiter(make()).unwrap();
+    assert_eq!(
+        (redis.algorithm(), redis.capacity()),
+        ("sliding_window_log", 3)
+    );
+    let clock = FakeClock::new(Nanos::ZERO);
+    let memory = RateLimiter::<_, String, FakeClock>::with_clock(make(), clock.clone());
+    let mut denied_by = Vec::new();
+    for (i, at) in [
+        0u64,
+        1,
+        2,
+        3,
+        1_000_000_000,
+        1_000_000_001,
+        2_500_000_000,
+        9,
+        4,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        clock.set(Nanos::new(at));
+        let cost = 1 + (i as u64 % 2);
+        let want = memory.try_acquire_all("k", cost);
+        let got = redis
+            .try_acquire_all("k", cost, Now::Caller(Nanos::new(at)))
+            .unwrap();
+        assert_eq!(got, want, "step {i} at {at} cost {cost}");
+        denied_by.push(got.denied_by);
+    }
+    assert!(
+        denied_by.contains(&Some(0)) && denied_by.contains(&Some(1)),
+        "{denied_by:?}"
+    );
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::script::{self, LIBRARY, Part};
+use super::script::{self, Part};
 use super::{DEFAULT_TIMEOUT, FailurePolicy, Now, RedisError, RedisStore, Unrepresentable};
 use crate::algorithm::Algorithm;
 use crate::composite::{Composite, CompositeDecision, EmptyComposite};
@@ -209,7 +209,7 @@ impl RedisLimiter {
         now: Now,
         detail: bool,
     ) -> Result<Vec<script::PartReply>, RedisError> {
-        let mut call = LIBRARY.prepare_invoke();
+        let mut call = script::script_for(&self.parts).prepare_invoke();
         call.key(self.redis_keys(key, now));
         let at = match now {
             Now::Server => None,

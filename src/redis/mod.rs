@@ -1,7 +1,7 @@
 //! Limiters whose state lives in Redis, so many processes share one limit and make the
 //! same decisions the in-memory [`RateLimiter`](crate::RateLimiter) makes.
 //!
-//! Each decision is one `EVALSHA` of one Lua script (loaded on `NOSCRIPT` and retried,
+//! Each decision is one `EVALSHA` of a Lua script (loaded on `NOSCRIPT` and retried,
 //! never resent after a timeout) that checks and consumes atomically on the server. The
 //! script is the algorithms' arithmetic again, in exact integers: Redis Lua numbers are
 //! doubles, so every value it forms is kept below 2^53 (instants as (s, ns) pairs,

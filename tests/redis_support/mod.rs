@@ -8,6 +8,16 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Every algorithm the Redis store scripts, by registry name.
+pub const ALGORITHMS: [&str; 6] = [
+    "token_bucket",
+    "leaky_bucket",
+    "gcra",
+    "fixed_window",
+    "sliding_window_counter",
+    "sliding_window_log",
+];
+
 pub struct Server {
     dir: tempfile::TempDir,
     args: Vec<String>,

@@ -73,3 +73,4 @@ function bucket.save(st)
   local reset, idle = bucket.reset(st)
   persist(st.key, fmt(st.level, st.now[1], st.now[2]), idle, reset)
 end
+FAMILIES.bucket = bucket

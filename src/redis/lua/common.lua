@@ -1,8 +1,8 @@
 -- What every family shares: exact integer arithmetic on IEEE doubles (Redis 7 runs Lua
 -- 5.1: numbers are doubles, integers exact only up to 2^53), instants as (s, ns) pairs,
 -- the instant of the call, and how a key is kept or expired. The families
--- (bucket.lua, window.lua, log.lua) and the dispatcher (main.lua) follow this text in
--- one script; src/redis/script.rs joins them.
+-- (bucket.lua, window.lua, log.lua) a limiter uses and the dispatcher (main.lua) follow
+-- this text in one script; src/redis/script.rs joins them.
 --
 -- Instants are pairs {s, n}, 0 <= n < 1e9: u64::MAX ns is 1.8e10 s, so every pair and
 -- every sum of two pairs is exact, where one double of ns would not be (unix time in ns
@@ -112,3 +112,8 @@ local function persist(key, value, idle, idle_at)
     redis.call('SET', key, value, 'PXAT', pxat(idle_at))
   end
 end
+
+-- The families this script holds, by the name the dispatcher receives; each family's
+-- file registers itself. A limiter's script holds only the families its parts use, so
+-- a call defines no function it does not need.
+local FAMILIES = {}

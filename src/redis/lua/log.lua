@@ -75,3 +75,4 @@ function log.save(st)
   persist(st.key, fmt(st.total, st.now[1], st.now[2]), idle, reset)
   if ABS and not idle then redis.call('PEXPIREAT', st.list, pxat(reset)) end
 end
+FAMILIES.log = log

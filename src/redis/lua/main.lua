@@ -8,7 +8,6 @@
 -- Returns {now_s, now_ns, then per part: passed, pass_s, pass_ns, remaining, reset_s,
 -- reset_ns [, passed1, pass1_s, pass1_ns]}. `pass` is the instant the cost would pass
 -- (-1, -1: never); waits are formed in Rust (u128), from the instant asked.
-local FAMILIES = {bucket = bucket, fixed = fixed, counter = counter, log = log}
 local cost = tonumber(ARGV[1])
 local detail = ARGV[5] == '1'
 local parts = {}

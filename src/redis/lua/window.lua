@@ -131,3 +131,5 @@ function counter.save(st)
   local reset, idle = counter.reset(st)
   persist(st.key, fmt(st.now[1], st.now[2], st.count, st.prev), idle, reset)
 end
+FAMILIES.fixed = fixed
+FAMILIES.counter = counter
