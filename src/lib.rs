@@ -77,6 +77,7 @@ pub mod rule;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod sim;
+pub mod store;
 mod sync;
 pub mod time;
 
@@ -91,6 +92,7 @@ pub use middleware::RulesError;
 pub use middleware::{EndpointRule, HttpDecision, Middleware};
 pub use registry::{Builtin, Registry, UnknownAlgorithm};
 pub use rule::{Decision, Rule, RuleError, UNLIMITED};
+pub use store::{InMemory, KeyedLimiter, Store};
 pub use time::{Clock, FakeClock, MonotonicClock, Nanos, ParseTimeError};
 
 /// The README's examples, compiled and run as doctests.

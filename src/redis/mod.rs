@@ -52,12 +52,14 @@
 //! a changed rule starts fresh; `<mode>` is `s` (server time) or `c` (caller instants).
 
 mod bucket;
+mod endpoints;
 mod error;
 mod limiter;
 mod log;
 mod script;
 mod window;
 
+pub use endpoints::{EndpointError, EndpointLimiter, RedisEndpoints};
 pub use error::{Bound, FailureKind, RedisError, StoreError, Unrepresentable};
 pub use limiter::{RedisLimiter, Scripted};
 pub use script::Part;
