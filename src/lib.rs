@@ -38,7 +38,7 @@
 //! ## Cargo features
 //!
 //! The library proper — [`algorithm`], [`rule`], [`time`], [`limiter`], [`composite`],
-//! [`registry`] and [`middleware`] with its HTTP headers — needs only `hashbrown`,
+//! [`registry`], [`middleware`] with its HTTP headers and [`store`] — needs only `hashbrown`,
 //! `foldhash`, `quanta` and `thiserror`. Everything heavier is behind a feature:
 //!
 //! - **`cli`** (default): the `ratesim` binary and the simulator — the `sim`, `report`,
