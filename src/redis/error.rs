@@ -51,11 +51,16 @@ impl StoreError {
     /// Classifies a redis-rs error and keeps its text with `secret` blanked out.
     pub(super) fn from_redis(e: &redis::RedisError, secret: Option<&str>) -> StoreError {
         let code = e.code().unwrap_or("");
+        let text = e.to_string();
+        // An ACL refusal inside a script is not NOPERM on 7.0 but `ERR The user executing
+        // the script can't run this command …` (or `… can't access … keys …`).
+        let script_acl = text.contains("user executing the script can't");
         let kind = if e.is_timeout() {
             FailureKind::Timeout
         } else if e.kind() == ErrorKind::AuthenticationFailed
             || matches!(code, "WRONGPASS" | "NOAUTH" | "NOPERM")
             || e.kind() == ErrorKind::Server(ServerErrorKind::NoPerm)
+            || script_acl
         {
             FailureKind::Auth
         } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
@@ -65,7 +70,7 @@ impl StoreError {
         } else {
             FailureKind::Server
         };
-        let mut detail = e.to_string();
+        let mut detail = text;
         if let Some(secret) = secret {
             detail = detail.replace(secret, "***");
         }
