@@ -55,10 +55,11 @@ function counter.load(keys, k, argv, a)
   st.now = latest(NOW, last)
   st.e = modw(st.now, st.w)
   st.start = sub(st.now, at(st.e))
-  local was = window_start(last, st.w)
-  if same(was, st.start) then
+  -- last <= now, so last's window is now's when last >= its start, and the one before
+  -- when last >= start - W (start > last >= 0 there, so start >= W): no second t mod W.
+  if not before(last, st.start) then
     st.prev, st.count = prev, count
-  elseif same(plus(was, st.w), st.start) then
+  elseif not before(last, sub(st.start, at(st.w))) then
     st.prev, st.count = count, 0 -- the current window became the previous one
   else
     st.prev, st.count = 0, 0     -- skipped a whole window: both are stale
