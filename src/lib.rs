@@ -64,6 +64,8 @@ pub mod composite;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod demo;
+#[cfg(any(feature = "cli", feature = "redis"))]
+mod fnv;
 pub mod limiter;
 pub mod middleware;
 #[cfg(feature = "redis")]

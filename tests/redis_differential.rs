@@ -259,16 +259,9 @@ fn differential<A: Scripted + Clone>(
 
 /// `name` on `rule` in Redis (the concrete type) and in memory (the registry's).
 fn both(store: &RedisStore, name: &str, rule: Rule) -> (RedisLimiter, BoxedAlgorithm) {
-    let redis = match name {
-        "token_bucket" => store.limiter(TokenBucket::new(rule)),
-        "leaky_bucket" => store.limiter(LeakyBucket::new(rule)),
-        "gcra" => store.limiter(Gcra::new(rule)),
-        "fixed_window" => store.limiter(FixedWindow::new(rule)),
-        "sliding_window_counter" => store.limiter(SlidingWindowCounter::new(rule)),
-        _ => store.limiter(SlidingWindowLog::new(rule)),
-    };
+    let redis = redis_support::limiter(store, name, rule);
     let memory = Registry::default().create(name, rule).unwrap();
-    (redis.unwrap(), memory)
+    (redis, memory)
 }
 
 #[test]

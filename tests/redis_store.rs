@@ -380,18 +380,12 @@ const HOUR: u64 = 3_600_000_000_000;
 /// (the design's hot-key measurement). The windows and the log: 3000 per hour, so a
 /// run almost always sits inside one window and must admit exactly 3000.
 fn hot_limiter(store: &RedisStore, name: &str) -> ratesim::redis::RedisLimiter {
-    let bucket = rule(2000, 1_000_000_000, 50);
-    let window = rule(3000, HOUR, 1);
-    match name {
-        "token_bucket" => store.limiter(TokenBucket::new(bucket)),
-        "leaky_bucket" => store.limiter(LeakyBucket::new(bucket)),
-        "gcra" => store.limiter(Gcra::new(bucket)),
-        "fixed_window" => store.limiter(FixedWindow::new(window)),
-        "sliding_window_counter" => store.limiter(SlidingWindowCounter::new(window)),
-        _ => store.limiter(SlidingWindowLog::new(window)),
-    }
-    .unwrap()
-    .with_timeout(Duration::from_secs(2))
+    let r = if name.contains("bucket") || name == "gcra" {
+        rule(2000, 1_000_000_000, 50)
+    } else {
+        rule(3000, HOUR, 1)
+    };
+    redis_support::limiter(store, name, r).with_timeout(Duration::from_secs(2))
 }
 
 /// 8 threads, one connection each, hammering one key until `HOT_SECS` have passed.

@@ -9,6 +9,7 @@ use super::script::{self, Part};
 use super::{DEFAULT_TIMEOUT, FailurePolicy, Now, RedisError, RedisStore, Unrepresentable};
 use crate::algorithm::Algorithm;
 use crate::composite::{Composite, CompositeDecision, EmptyComposite};
+use crate::fnv::fnv1a64;
 use crate::limiter::InsufficientCapacity;
 use crate::rule::{Decision, Rule};
 use crate::time::Nanos;
@@ -89,7 +90,7 @@ impl RedisStore {
 impl RedisLimiter {
     fn new(store: RedisStore, name: String, parts: Vec<Part>) -> RedisLimiter {
         let described: Vec<String> = parts.iter().map(Part::descriptor).collect();
-        let fingerprint = format!("{:016x}", fnv1a(described.join("+").as_bytes()));
+        let fingerprint = format!("{:016x}", fnv1a64(described.join("+").as_bytes()));
         RedisLimiter {
             store,
             name,
@@ -148,7 +149,7 @@ impl RedisLimiter {
         let base = format!(
             "{}:{{{:016x}}}:{key}:{}:{mode}",
             self.store.prefix(),
-            fnv1a(key.as_bytes()),
+            fnv1a64(key.as_bytes()),
             self.fingerprint
         );
         let single = self.parts.len() == 1;
@@ -234,24 +235,5 @@ impl RedisLimiter {
             .map(Part::interval)
             .max()
             .unwrap_or_default()
-    }
-}
-
-/// FNV-1a, 64 bits: stable across processes, builds and versions, unlike the
-/// limiter's per-instance seeded hasher. Keys only need it to spread, not to resist.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fnv1a_is_the_published_function() {
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 }

@@ -18,6 +18,21 @@ pub const ALGORITHMS: [&str; 6] = [
     "sliding_window_log",
 ];
 
+/// The built-in algorithm called `name` on `rule`, as a Redis limiter (refused rules
+/// panic: callers pass representable ones).
+pub fn limiter(
+    store: &ratesim::redis::RedisStore,
+    name: &str,
+    rule: ratesim::Rule,
+) -> ratesim::redis::RedisLimiter {
+    let builtin = ratesim::Registry::default()
+        .entry(name)
+        .ok()
+        .and_then(|e| e.builtin())
+        .unwrap_or_else(|| panic!("{name} is not a built-in"));
+    store.builtin(builtin, rule).unwrap()
+}
+
 pub struct Server {
     dir: tempfile::TempDir,
     args: Vec<String>,
