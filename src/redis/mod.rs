@@ -37,6 +37,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The [`Middleware`](crate::Middleware) runs on Redis unchanged — endpoints, keys,
+//! headers, hot reload — through [`RedisStore::endpoints`]:
+//!
+//! ```no_run
+//! use ratesim::redis::RedisStore;
+//! use ratesim::{Middleware, Nanos, Registry, Rule};
+//!
+//! let store = RedisStore::open("redis+unix:///run/redis.sock", "myapp")?;
+//! let mw = Middleware::with_store(store.endpoints(), Registry::default());
+//! mw.add_rule("/login", Rule::new(5, Nanos::from_secs(60))?, "sliding_window_log")?;
+//! let answer = mw.check_with_headers("/login", "alice");
+//! println!("{} {:?}", answer.status(), answer.headers);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Time
 //! [`Now::Server`] reads the server's `TIME` inside the script, so clock skew between
 //! application servers cannot over-admit; the key then expires (`PEXPIREAT`) at the
