@@ -55,28 +55,12 @@ impl<A: Algorithm> Composite<A> {
     /// The index of the rule that keeps a request of `cost` waiting longest (the one
     /// that denied it), or `None` if it would pass now.
     pub fn binding_rule(&self, state: &[A::State], now: Nanos, cost: u64) -> Option<usize> {
-        let waits = self
-            .parts
-            .iter()
-            .zip(state)
-            .map(|(p, s)| p.retry_after(s, now, cost));
-        let mut worst: Option<(usize, Option<Nanos>)> = None;
-        for (i, wait) in waits.enumerate() {
-            if wait == Some(Nanos::ZERO) {
-                continue;
-            }
-            // `None` (can never pass) outranks any finite wait.
-            let longer = match (worst, wait) {
-                (None, _) => true,
-                (Some((_, None)), _) => false,
-                (Some((_, Some(_))), None) => true,
-                (Some((_, Some(w))), Some(v)) => v > w,
-            };
-            if longer {
-                worst = Some((i, wait));
-            }
-        }
-        worst.map(|(i, _)| i)
+        longest_wait(
+            self.parts
+                .iter()
+                .zip(state)
+                .map(|(p, s)| p.retry_after(s, now, cost)),
+        )
     }
 
     /// Each rule's own view, as decisions (`allowed` = a request of cost 1 would pass
@@ -175,6 +159,27 @@ impl<A: Algorithm> Algorithm for Composite<A> {
     fn is_idle(&self, state: &Self::State, now: Nanos) -> bool {
         self.parts.iter().zip(state).all(|(p, s)| p.is_idle(s, now))
     }
+}
+
+/// The index of the longest of `waits` (`None`, can never pass, outranks any finite
+/// wait; the first of equals wins), skipping those that pass now; `None` if all pass.
+pub(crate) fn longest_wait(waits: impl Iterator<Item = Option<Nanos>>) -> Option<usize> {
+    let mut worst: Option<(usize, Option<Nanos>)> = None;
+    for (i, wait) in waits.enumerate() {
+        if wait == Some(Nanos::ZERO) {
+            continue;
+        }
+        let longer = match (worst, wait) {
+            (None, _) => true,
+            (Some((_, None)), _) => false,
+            (Some((_, Some(_))), None) => true,
+            (Some((_, Some(w))), Some(v)) => v > w,
+        };
+        if longer {
+            worst = Some((i, wait));
+        }
+    }
+    worst.map(|(i, _)| i)
 }
 
 /// The outcome of a composite request: the overall decision, which rule denied it, and

@@ -38,7 +38,7 @@
 //! ## Cargo features
 //!
 //! The library proper — [`algorithm`], [`rule`], [`time`], [`limiter`], [`composite`],
-//! [`registry`] and [`middleware`] with its HTTP headers — needs only `hashbrown`,
+//! [`registry`], [`middleware`] with its HTTP headers and [`store`] — needs only `hashbrown`,
 //! `foldhash`, `quanta` and `thiserror`. Everything heavier is behind a feature:
 //!
 //! - **`cli`** (default): the `ratesim` binary and the simulator — the `sim`, `report`,
@@ -64,6 +64,8 @@ pub mod composite;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod demo;
+#[cfg(any(feature = "cli", feature = "redis"))]
+mod fnv;
 pub mod limiter;
 pub mod middleware;
 #[cfg(feature = "redis")]
@@ -77,6 +79,7 @@ pub mod rule;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod sim;
+pub mod store;
 mod sync;
 pub mod time;
 
@@ -91,6 +94,7 @@ pub use middleware::RulesError;
 pub use middleware::{EndpointRule, HttpDecision, Middleware};
 pub use registry::{Builtin, Registry, UnknownAlgorithm};
 pub use rule::{Decision, Rule, RuleError, UNLIMITED};
+pub use store::{InMemory, KeyedLimiter, Store};
 pub use time::{Clock, FakeClock, MonotonicClock, Nanos, ParseTimeError};
 
 /// The README's examples, compiled and run as doctests.

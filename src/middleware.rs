@@ -1,7 +1,8 @@
 //! Endpoint → limiter, the way an HTTP server would use the library.
 //!
 //! The key of a request is `"{endpoint}:{client_id}"`; an endpoint with no rule is
-//! unlimited. The endpoint map is immutable once built and replaced as a whole behind
+//! unlimited. Where the keys' states live is the middleware's [`Store`]: this process
+//! ([`InMemory`], the default) or Redis (`ratesim::redis::RedisEndpoints`). The endpoint map is immutable once built and replaced as a whole behind
 //! one pointer swap, so a request sees either the old rules or the new ones, never a mix.
 //!
 //! Hot reload from a TOML rules file (`Middleware::reload_str`, `reload_file` and their
@@ -16,10 +17,11 @@ use std::sync::{Arc, Mutex, RwLock};
 #[cfg(feature = "toml-rules")]
 use serde::Deserialize;
 
-use crate::algorithm::BoxedAlgorithm;
-use crate::limiter::RateLimiter;
-use crate::registry::{Registry, UnknownAlgorithm};
+use crate::registry::Registry;
+#[cfg(feature = "toml-rules")]
+use crate::registry::UnknownAlgorithm;
 use crate::rule::{Decision, Rule, UNLIMITED};
+use crate::store::{InMemory, KeyedLimiter, Store};
 #[cfg(feature = "toml-rules")]
 use crate::time::Nanos;
 use crate::time::{Clock, MonotonicClock};
@@ -81,6 +83,15 @@ pub enum RulesError {
         /// The registry's error, listing the known names.
         source: UnknownAlgorithm,
     },
+    /// The store refused a rule (e.g. Redis has no script for the algorithm, or cannot
+    /// compute the rule exactly).
+    #[error("{origin}: {message}")]
+    Store {
+        /// The file, or `<string>`.
+        origin: String,
+        /// The store's error.
+        message: String,
+    },
 }
 
 /// The rules file: a list of `[[endpoint]]` tables.
@@ -125,12 +136,15 @@ impl EndpointSpec {
     }
 }
 
-struct Limit<C> {
+struct Limit<L> {
     spec: EndpointRule,
-    limiter: RateLimiter<BoxedAlgorithm, String, C>,
+    limiter: L,
 }
 
-type Rules<C> = Arc<HashMap<String, Arc<Limit<C>>>>;
+type Rules<S> = Arc<HashMap<String, Arc<Limit<<S as Store>::Limiter>>>>;
+
+/// Why the store of `S` could not decide.
+pub type StoreError<S> = <<S as Store>::Limiter as KeyedLimiter>::Error;
 
 /// Maps endpoints to limiters.
 ///
@@ -147,28 +161,28 @@ type Rules<C> = Arc<HashMap<String, Arc<Limit<C>>>>;
 /// assert!(mw.check("/search", "alice").allowed, "no rule: unlimited");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Middleware<C: Clock + Clone = MonotonicClock> {
-    clock: C,
+pub struct Middleware<S: Store = InMemory<MonotonicClock>> {
+    store: S,
     registry: Registry,
-    rules: RwLock<Rules<C>>,
+    rules: RwLock<Rules<S>>,
     /// Serialises writers so two concurrent `add_rule`s cannot lose one another.
     writer: Mutex<()>,
 }
 
-impl Middleware<MonotonicClock> {
+impl Middleware<InMemory<MonotonicClock>> {
     /// A middleware on the real clock with the built-in algorithms.
     pub fn new() -> Self {
         Middleware::with_clock(MonotonicClock::new())
     }
 }
 
-impl Default for Middleware<MonotonicClock> {
+impl Default for Middleware<InMemory<MonotonicClock>> {
     fn default() -> Self {
         Middleware::new()
     }
 }
 
-impl<C: Clock + Clone> Middleware<C> {
+impl<C: Clock + Clone> Middleware<InMemory<C>> {
     /// A middleware reading time from `clock`, with the built-in algorithms.
     pub fn with_clock(clock: C) -> Self {
         Middleware::with_registry(clock, Registry::default())
@@ -176,22 +190,30 @@ impl<C: Clock + Clone> Middleware<C> {
 
     /// A middleware that resolves algorithm names in `registry`.
     pub fn with_registry(clock: C, registry: Registry) -> Self {
+        Middleware::with_store(InMemory::new(clock), registry)
+    }
+}
+
+impl<S: Store> Middleware<S> {
+    /// A middleware whose endpoints keep their clients' states in `store`, resolving
+    /// algorithm names in `registry`.
+    pub fn with_store(store: S, registry: Registry) -> Self {
         Middleware {
-            clock,
+            store,
             registry,
             rules: RwLock::new(Arc::new(HashMap::new())),
             writer: Mutex::new(()),
         }
     }
 
+    /// The store the endpoints' limiters keep their states in.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
     /// Limits `endpoint` with `rule` enforced by `algorithm`, replacing any previous
     /// rule for it (the endpoint's clients then start fresh).
-    pub fn add_rule(
-        &self,
-        endpoint: &str,
-        rule: Rule,
-        algorithm: &str,
-    ) -> Result<(), UnknownAlgorithm> {
+    pub fn add_rule(&self, endpoint: &str, rule: Rule, algorithm: &str) -> Result<(), S::Error> {
         let _writer = self
             .writer
             .lock()
@@ -212,7 +234,7 @@ impl<C: Clock + Clone> Middleware<C> {
     pub fn replace_rules<'a>(
         &self,
         rules: impl IntoIterator<Item = (&'a str, EndpointRule)>,
-    ) -> Result<(), UnknownAlgorithm> {
+    ) -> Result<(), S::Error> {
         let _writer = self
             .writer
             .lock()
@@ -277,17 +299,24 @@ impl<C: Clock + Clone> Middleware<C> {
             }
             rules.push((endpoint, rule));
         }
+        if let Some((endpoint, source)) = rules.iter().find_map(|(e, r)| {
+            self.registry
+                .create(&r.algorithm, r.rule)
+                .err()
+                .map(|source| (e.clone(), source))
+        }) {
+            return Err(RulesError::Algorithm {
+                origin: origin.to_string(),
+                endpoint,
+                source,
+            });
+        }
         let endpoints: Vec<(&str, EndpointRule)> =
             rules.iter().map(|(e, r)| (e.as_str(), r.clone())).collect();
         self.replace_rules(endpoints)
-            .map_err(|source| RulesError::Algorithm {
+            .map_err(|e| RulesError::Store {
                 origin: origin.to_string(),
-                endpoint: rules
-                    .iter()
-                    .find(|(_, r)| r.algorithm == source.name)
-                    .map(|(e, _)| e.clone())
-                    .unwrap_or_default(),
-                source,
+                message: e.to_string(),
             })
     }
 
@@ -311,9 +340,7 @@ impl<C: Clock + Clone> Middleware<C> {
                 headers: Vec::new(),
             };
         };
-        let decision = limit
-            .limiter
-            .try_acquire(format!("{endpoint}:{client_id}").as_str());
+        let decision = decide(&limit.limiter, endpoint, client_id);
         let mut headers = vec![
             (
                 "RateLimit-Policy",
@@ -327,13 +354,22 @@ impl<C: Clock + Clone> Middleware<C> {
         HttpDecision { decision, headers }
     }
 
-    /// The decision for one request by `client_id` on `endpoint`.
+    /// The decision for one request by `client_id` on `endpoint`. When the store
+    /// cannot decide, its failure policy's; [`try_check`](Middleware::try_check) says
+    /// why.
     pub fn check(&self, endpoint: &str, client_id: &str) -> Decision {
         match self.current().get(endpoint) {
-            Some(limit) => limit
-                .limiter
-                .try_acquire(format!("{endpoint}:{client_id}").as_str()),
+            Some(limit) => decide(&limit.limiter, endpoint, client_id),
             None => UNLIMITED,
+        }
+    }
+
+    /// As [`check`](Middleware::check), with the store's error when it could not decide
+    /// (never, in memory).
+    pub fn try_check(&self, endpoint: &str, client_id: &str) -> Result<Decision, StoreError<S>> {
+        match self.current().get(endpoint) {
+            Some(limit) => limit.limiter.acquire(&format!("{endpoint}:{client_id}")),
+            None => Ok(UNLIMITED),
         }
     }
 
@@ -350,25 +386,31 @@ impl<C: Clock + Clone> Middleware<C> {
             .sum()
     }
 
-    fn current(&self) -> Rules<C> {
+    fn current(&self) -> Rules<S> {
         self.rules
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
     }
 
-    fn swap(&self, next: HashMap<String, Arc<Limit<C>>>) {
+    fn swap(&self, next: HashMap<String, Arc<Limit<S::Limiter>>>) {
         *self
             .rules
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
     }
 
-    fn build(&self, spec: EndpointRule) -> Result<Limit<C>, UnknownAlgorithm> {
-        let algorithm = self.registry.create(&spec.algorithm, spec.rule)?;
+    fn build(&self, spec: EndpointRule) -> Result<Limit<S::Limiter>, S::Error> {
         Ok(Limit {
+            limiter: self.store.limiter(&spec, &self.registry)?,
             spec,
-            limiter: RateLimiter::with_clock(algorithm, self.clock.clone()),
         })
     }
+}
+
+/// The limiter's decision for `client_id` on `endpoint`, or its failure policy's.
+fn decide<L: KeyedLimiter>(limiter: &L, endpoint: &str, client_id: &str) -> Decision {
+    limiter
+        .acquire(&format!("{endpoint}:{client_id}"))
+        .unwrap_or_else(|e| limiter.fallback(&e))
 }

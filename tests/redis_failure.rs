@@ -7,7 +7,7 @@ mod redis_support;
 use std::time::{Duration, Instant};
 
 use ratesim::redis::{FailureKind, FailurePolicy, Now, RedisError, RedisStore};
-use ratesim::{Nanos, Rule, TokenBucket};
+use ratesim::{Nanos, Rule, SlidingWindowLog, TokenBucket};
 
 fn rule() -> Rule {
     Rule::new(3, Nanos::from_secs(3600)).unwrap() // 3 per hour: nothing refills mid-test
@@ -141,4 +141,108 @@ fn a_wrong_password_is_a_typed_error_that_never_shows_a_password() {
     // Over TCP the password sits in the URL's authority; the same holds.
     let e = RedisStore::open(&format!("redis://:{wrong}@127.0.0.1:1"), "auth").unwrap_err();
     shows_no_secret(&format!("{e} {e:?}"));
+}
+
+/// The commands the scripts need (docs/redis-design.md §9), besides EVALSHA.
+const NEEDED: [&str; 12] = [
+    "ping",
+    "script|load",
+    "time",
+    "get",
+    "set",
+    "del",
+    "pexpireat",
+    "lindex",
+    "lpop",
+    "rpush",
+    "lset",
+    "lrange",
+];
+
+/// Every command the store sends, on fresh keys (`run` makes them unique): opening
+/// (PING), a flushed script cache (SCRIPT LOAD), server time with an idle key (TIME,
+/// GET, DEL) and a kept one (SET … PXAT, the log list's PEXPIREAT), and a sliding log on
+/// caller instants that appends, merges, is denied and expires (RPUSH, LSET, LRANGE,
+/// LINDEX, LPOP).
+fn workload(
+    url: &str,
+    prefix: &str,
+    admin: &mut redis::Connection,
+    run: u32,
+) -> Result<(), FailureKind> {
+    let kind = |e: RedisError| match e {
+        RedisError::Unavailable { error, .. } => error.kind(),
+        other => panic!("{other}"),
+    };
+    let store = RedisStore::open(url, prefix).map_err(|e| e.kind())?;
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(admin).unwrap();
+    let key = format!("k{run}");
+    let bucket = store.limiter(TokenBucket::new(rule())).unwrap();
+    bucket.try_acquire_n(&key, 0, Now::Server).map_err(kind)?;
+    let log = store
+        .limiter(SlidingWindowLog::new(
+            Rule::new(3, Nanos::new(1_000)).unwrap(),
+        ))
+        .unwrap();
+    log.try_acquire(&key, Now::Server).map_err(kind)?;
+    for at in [0, 0, 5, 10, 1_000, 2_000] {
+        log.try_acquire(&key, Now::Caller(Nanos::new(at)))
+            .map_err(kind)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn an_acl_user_with_only_the_documented_commands_and_prefix_can_decide_and_no_less() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let mut admin = server.connection("");
+    let grant: Vec<String> = NEEDED.iter().map(|c| format!("+{c}")).collect();
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "limiter",
+            "on",
+            ">s3cret",
+            "resetchannels",
+            "~acl:*",
+            "-@all",
+            "+evalsha",
+        ])
+        .arg(&grant)
+        .query(&mut admin)
+        .unwrap();
+    let url = server.url_with("?user=limiter&pass=s3cret");
+    let mut run = 0;
+    let mut next = || {
+        run += 1;
+        run
+    };
+    assert_eq!(
+        workload(&url, "acl", &mut admin, next()),
+        Ok(()),
+        "the documented list suffices"
+    );
+    assert_eq!(
+        workload(&url, "other", &mut admin, next()),
+        Err(FailureKind::Auth),
+        "keys outside the prefix are refused"
+    );
+    for command in NEEDED {
+        let set = |sign: char, con: &mut redis::Connection| {
+            let _: () = redis::cmd("ACL")
+                .arg(&["SETUSER", "limiter", &format!("{sign}{command}")])
+                .query(con)
+                .unwrap();
+        };
+        set('-', &mut admin);
+        assert_eq!(
+            workload(&url, "acl", &mut admin, next()),
+            Err(FailureKind::Auth),
+            "without {command} the store must fail, typed"
+        );
+        set('+', &mut admin);
+    }
+    assert_eq!(workload(&url, "acl", &mut admin, next()), Ok(()));
 }

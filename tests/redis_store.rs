@@ -1,17 +1,15 @@
 //! The Redis store on a real `redis-server`: the representable bound end to end, key
-//! expiry (design §7), hash-tagged keys (§8), NOSCRIPT, and no over-admission with 16
-//! threads over 2 processes on one hot key.
+//! expiry (design §7), hash-tagged keys (§8), NOSCRIPT, and a composite of one algorithm.
+//! The hot key is `redis_hot_key.rs`; the middleware on Redis, `redis_middleware.rs`.
 
 mod redis_support;
 
-use std::process::Command;
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ratesim::redis::{Bound, FailureKind, Now, RedisError, RedisStore, Scripted};
 use ratesim::{
-    Decision, FakeClock, Gcra, InsufficientCapacity, LeakyBucket, Nanos, RateLimiter, Rule,
-    TokenBucket,
+    Decision, FakeClock, FixedWindow, Gcra, InsufficientCapacity, LeakyBucket, Nanos, RateLimiter,
+    Rule, SlidingWindowCounter, SlidingWindowLog, TokenBucket,
 };
 use redis::Commands;
 
@@ -205,6 +203,76 @@ fn server_time_keys_expire_at_the_idle_instant_never_earlier() {
     }
 }
 
+/// The numbers of a stored state or log entry.
+fn numbers(raw: &str) -> Vec<u128> {
+    raw.split(' ').map(|p| p.parse().unwrap()).collect()
+}
+
+#[test]
+fn windows_and_the_log_expire_at_the_idle_instant_never_earlier() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let store = RedisStore::open(&server.url(), "ttl").unwrap();
+    let mut con = server.connection("");
+    let w = 1_000_000_000u128;
+    let r = rule(10, 1_000_000_000, 1);
+    for limiter in [
+        store.limiter(FixedWindow::new(r)).unwrap(),
+        store.limiter(SlidingWindowCounter::new(r)).unwrap(),
+        store.limiter(SlidingWindowLog::new(r)).unwrap(),
+    ] {
+        let name = limiter.algorithm().to_owned();
+        let keys = limiter.redis_keys("alice", Now::Server);
+        let d = limiter.try_acquire_n("alice", 0, Now::Server).unwrap();
+        assert_eq!((d.allowed, d.remaining), (true, 10));
+        for key in &keys {
+            assert!(
+                !con.exists::<_, bool>(key).unwrap(),
+                "{name}: idle key kept"
+            );
+        }
+        let d = limiter.try_acquire("alice", Now::Server).unwrap();
+        assert_eq!((d.allowed, d.remaining), (true, 9), "{name}");
+        // The idle instant, from what the script stored: the window's end (fixed), the
+        // end of the window after the count's (counter), the entry's expiry (log).
+        let state = numbers(&con.get::<_, String>(&keys[0]).unwrap());
+        let idle = match name.as_str() {
+            "fixed_window" => state[0] * 1_000_000_000 + state[1] + w,
+            "sliding_window_counter" => {
+                let last = state[0] * 1_000_000_000 + state[1];
+                (last / w + 2) * w
+            }
+            _ => {
+                let newest: String = con.lindex(&keys[1], -1).unwrap();
+                let e = numbers(&newest);
+                e[0] * 1_000_000_000 + e[1] + w
+            }
+        };
+        for key in &keys {
+            let expire_ms: i64 = redis::cmd("PEXPIRETIME").arg(key).query(&mut con).unwrap();
+            assert_eq!(expire_ms as u128, idle.div_ceil(1_000_000), "{name} {key}");
+        }
+        while server_ns(&mut con) + 20_000_000 < idle {
+            for key in &keys {
+                assert!(con.exists::<_, bool>(key).unwrap(), "{name}: expired early");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while server_ns(&mut con) <= idle.div_ceil(1_000_000) * 1_000_000 + 1_000_000 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for key in &keys {
+            assert!(
+                !con.exists::<_, bool>(key).unwrap(),
+                "{name}: never expired"
+            );
+        }
+        let d = limiter.try_acquire("alice", Now::Server).unwrap();
+        assert_eq!(d.remaining, 9, "{name}: fresh again");
+    }
+}
+
 #[test]
 fn caller_instants_set_no_ttl_and_never_delete() {
     let Some(server) = redis_support::Server::start(&[]) else {
@@ -260,6 +328,16 @@ fn keys_are_hash_tagged_per_client_and_separate_rules_and_time_modes() {
         tag(&a.redis_key("alice", Now::Server)),
         tag(&a.redis_key("bob", Now::Server))
     );
+    // A composite's parts (and a log's entry list) all share the client's slot.
+    let log = store
+        .limiter(SlidingWindowLog::new(rule(5, 1_000, 1)))
+        .unwrap();
+    let both = store.composite(vec![a.clone(), log]).unwrap();
+    let keys = both.redis_keys("alice", Now::Server);
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys.iter().all(|k| tag(k) == tag(&keys[0])), "{keys:?}");
+    assert!(keys[2].ends_with(":1:log"), "{keys:?}");
+    assert_eq!(both.algorithm(), "composite");
     let e = RedisStore::open(&server.url(), "a{b}").unwrap_err();
     assert_eq!(e.kind(), FailureKind::InvalidConfig);
 }
@@ -291,114 +369,53 @@ fn a_flushed_script_cache_is_reloaded_and_a_cost_above_capacity_never_reaches_re
     );
 }
 
-const HOT_URL: &str = "RATESIM_REDIS_HOT_URL";
-const HOT_SECS: f64 = 2.0;
-/// 2000/s, burst 50, on server time: the design's hot-key measurement.
-fn hot_rule() -> Rule {
-    rule(2000, 1_000_000_000, 50)
-}
-
-/// 8 threads, one connection each, hammering one key until `HOT_SECS` have passed.
-/// Returns (admitted, decisions).
-fn hammer(url: &str) -> (u64, u64) {
-    let store = RedisStore::open(url, "hot").unwrap();
-    let limiter = store
-        .limiter(TokenBucket::new(hot_rule()))
-        .unwrap()
-        .with_timeout(Duration::from_secs(2));
-    let start = Barrier::new(8);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..8)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    let end = Instant::now() + Duration::from_secs_f64(HOT_SECS);
-                    let (mut admitted, mut decisions) = (0, 0);
-                    while Instant::now() < end {
-                        let d = limiter.try_acquire("login", Now::Server).unwrap();
-                        admitted += u64::from(d.allowed);
-                        decisions += 1;
-                    }
-                    (admitted, decisions)
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap())
-            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
-    })
-}
-
-/// The second process of the hot-key test (the test binary re-invoked); a no-op when
-/// run on its own.
 #[test]
-fn hot_key_child() {
-    if let Ok(url) = std::env::var(HOT_URL) {
-        let (admitted, decisions) = hammer(&url);
-        println!("HOT admitted={admitted} decisions={decisions}");
-    }
-}
-
-#[test]
-fn sixteen_threads_in_two_processes_never_over_admit_one_hot_key() {
+fn a_composite_of_one_algorithm_is_one_limiter_that_decides_as_in_memory() {
     let Some(server) = redis_support::Server::start(&[]) else {
         return;
     };
-    let mut con = server.connection("");
-    let t0 = server_ns(&mut con);
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "hot_key_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads",
-            "1",
+    let store = RedisStore::open(&server.url(), "one").unwrap();
+    // 3 per second and 5 per 10 s, both sliding logs: the second binds from the 4th.
+    let make = || {
+        ratesim::Composite::new(vec![
+            SlidingWindowLog::new(rule(3, 1_000_000_000, 1)),
+            SlidingWindowLog::new(rule(5, 10_000_000_000, 1)),
         ])
-        .env(HOT_URL, server.url())
-        .output_async();
-    let (mine, my_decisions) = hammer(&server.url());
-    let out = child.wait_with_output().unwrap();
-    let t1 = server_ns(&mut con);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("HOT ").map(|(_, rest)| rest))
-        .unwrap_or_else(|| panic!("child said nothing: {stdout}"));
-    let field = |name: &str| -> u64 {
-        line.split(' ')
-            .find_map(|kv| kv.strip_prefix(name))
-            .unwrap()
-            .parse()
-            .unwrap()
+        .unwrap()
     };
-    let (theirs, their_decisions) = (field("admitted="), field("decisions="));
-    let admitted = mine + theirs;
-    // The bucket starts full (50) and refills 2000/s over the span both processes ran
-    // in, measured on the server's clock around everything.
-    let bound = 50 + (t1 - t0) * 2000 / 1_000_000_000;
-    let decisions = my_decisions + their_decisions;
-    println!(
-        "hot key: {decisions} decisions ({:.0}/s) by 16 threads in 2 processes, {admitted} admitted ≤ {bound}",
-        decisions as f64 / HOT_SECS
+    let redis = store.limiter(make()).unwrap();
+    assert_eq!(
+        (redis.algorithm(), redis.capacity()),
+        ("sliding_window_log", 3)
     );
-    assert!(mine > 0 && theirs > 0, "both processes admitted some");
-    assert!(
-        admitted <= u64::try_from(bound).unwrap(),
-        "{admitted} > {bound}"
-    );
-    assert!(decisions > admitted, "the key was contended past its rate");
-}
-
-trait OutputAsync {
-    fn output_async(&mut self) -> std::process::Child;
-}
-
-impl OutputAsync for Command {
-    fn output_async(&mut self) -> std::process::Child {
-        self.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .unwrap()
+    let clock = FakeClock::new(Nanos::ZERO);
+    let memory = RateLimiter::<_, String, FakeClock>::with_clock(make(), clock.clone());
+    let mut denied_by = Vec::new();
+    for (i, at) in [
+        0u64,
+        1,
+        2,
+        3,
+        1_000_000_000,
+        1_000_000_001,
+        2_500_000_000,
+        9,
+        4,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        clock.set(Nanos::new(at));
+        let cost = 1 + (i as u64 % 2);
+        let want = memory.try_acquire_all("k", cost);
+        let got = redis
+            .try_acquire_all("k", cost, Now::Caller(Nanos::new(at)))
+            .unwrap();
+        assert_eq!(got, want, "step {i} at {at} cost {cost}");
+        denied_by.push(got.denied_by);
     }
+    assert!(
+        denied_by.contains(&Some(0)) && denied_by.contains(&Some(1)),
+        "{denied_by:?}"
+    );
 }

@@ -51,11 +51,16 @@ impl StoreError {
     /// Classifies a redis-rs error and keeps its text with `secret` blanked out.
     pub(super) fn from_redis(e: &redis::RedisError, secret: Option<&str>) -> StoreError {
         let code = e.code().unwrap_or("");
+        let text = e.to_string();
+        // An ACL refusal inside a script is not NOPERM on 7.0 but `ERR The user executing
+        // the script can't run this command …` (or `… can't access … keys …`).
+        let script_acl = text.contains("user executing the script can't");
         let kind = if e.is_timeout() {
             FailureKind::Timeout
         } else if e.kind() == ErrorKind::AuthenticationFailed
             || matches!(code, "WRONGPASS" | "NOAUTH" | "NOPERM")
             || e.kind() == ErrorKind::Server(ServerErrorKind::NoPerm)
+            || script_acl
         {
             FailureKind::Auth
         } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
@@ -65,7 +70,7 @@ impl StoreError {
         } else {
             FailureKind::Server
         };
-        let mut detail = e.to_string();
+        let mut detail = text;
         if let Some(secret) = secret {
             detail = detail.replace(secret, "***");
         }
@@ -126,7 +131,23 @@ pub enum Bound {
         /// `⌈burst·W / max⌉` ns for the rule.
         value: u128,
     },
+    /// `W ≤ 2^52` ns (about 52 days) for the fixed window and the sliding window
+    /// counter: the script finds an instant's window (`t mod W`) and compares weighted
+    /// counts by shift-and-add, exact only for moduli up to 2^52.
+    Window {
+        /// The rule's window in ns.
+        value: u64,
+    },
+    /// `max_requests ≤ 2^52` for the windows and the sliding log: counts, a count plus
+    /// a cost, and the counter's weights stay exact.
+    Quota {
+        /// The rule's `max_requests`.
+        value: u64,
+    },
 }
+
+/// `2^52`: the largest window (ns) and quota the window family and the log accept.
+pub const WINDOW_LIMIT: u64 = 1 << 52;
 
 /// `2^53`: doubles hold every integer up to it exactly.
 pub const EXACT_LIMIT: u128 = 1 << 53;
@@ -144,6 +165,13 @@ impl std::fmt::Display for Bound {
                 f,
                 "a full refill takes {value} ns, more than {ELAPSED_MAX} ns (about 104 days)"
             ),
+            Bound::Window { value } => write!(
+                f,
+                "the window is {value} ns, more than 2^52 = {WINDOW_LIMIT} ns (about 52 days)"
+            ),
+            Bound::Quota { value } => {
+                write!(f, "max_requests = {value} exceeds 2^52 = {WINDOW_LIMIT}")
+            }
         }
     }
 }

@@ -3,16 +3,22 @@
 //!
 //! Each decision is one `EVALSHA` of a Lua script (loaded on `NOSCRIPT` and retried,
 //! never resent after a timeout) that checks and consumes atomically on the server. The
-//! script is the algorithm's arithmetic again, in exact integers: Redis Lua numbers are
-//! doubles, so every value it forms is kept below 2^53, and a rule that cannot meet that
-//! is refused when its limiter is built ([`Unrepresentable`]), never rounded. The
-//! design, the bounds and the measurements are in `docs/redis-design.md`.
+//! script is the algorithms' arithmetic again, in exact integers: Redis Lua numbers are
+//! doubles, so every value it forms is kept below 2^53 (instants as (s, ns) pairs,
+//! products by shift-and-add), and a rule that cannot meet that is refused when its
+//! limiter is built ([`Unrepresentable`]), never rounded. The design, the bounds and the
+//! measurements are in `docs/redis-design.md`.
 //!
-//! **What works today: the bucket family** — [`TokenBucket`](crate::TokenBucket),
-//! [`LeakyBucket`](crate::LeakyBucket) and [`Gcra`](crate::Gcra). Their decisions
-//! (`allowed`, `remaining`, `retry_after`, `reset_after`) equal the in-memory ones
-//! exactly (`tests/redis_differential.rs`). The windows, the sliding log, composites and
-//! a store that `RateLimiter`/`Middleware` are generic over come next.
+//! **Every algorithm**: [`TokenBucket`](crate::TokenBucket),
+//! [`LeakyBucket`](crate::LeakyBucket), [`Gcra`](crate::Gcra),
+//! [`FixedWindow`](crate::FixedWindow), [`SlidingWindowCounter`](crate::SlidingWindowCounter)
+//! and [`SlidingWindowLog`](crate::SlidingWindowLog) (its entries stay in a Redis list;
+//! no call ships the log), and composites of them ([`Composite`](crate::Composite) of one
+//! algorithm, or [`RedisStore::composite`] for a mix): all rules checked, then consumed
+//! from all or none, in one call. Their decisions (`allowed`, `remaining`,
+//! `retry_after`, `reset_after`; for composites also which rule denied and each rule's
+//! view) equal the in-memory ones exactly (`tests/redis_differential.rs`). A store that
+//! `RateLimiter`/`Middleware` are generic over comes next.
 //!
 //! ```no_run
 //! use ratesim::redis::{FailurePolicy, Now, RedisStore};
@@ -31,6 +37,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The [`Middleware`](crate::Middleware) runs on Redis unchanged — endpoints, keys,
+//! headers, hot reload — through [`RedisStore::endpoints`]:
+//!
+//! ```no_run
+//! use ratesim::redis::RedisStore;
+//! use ratesim::{Middleware, Nanos, Registry, Rule};
+//!
+//! let store = RedisStore::open("redis+unix:///run/redis.sock", "myapp")?;
+//! let mw = Middleware::with_store(store.endpoints(), Registry::default());
+//! mw.add_rule("/login", Rule::new(5, Nanos::from_secs(60))?, "sliding_window_log")?;
+//! let answer = mw.check_with_headers("/login", "alice");
+//! println!("{} {:?}", answer.status(), answer.headers);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Time
 //! [`Now::Server`] reads the server's `TIME` inside the script, so clock skew between
 //! application servers cannot over-admit; the key then expires (`PEXPIREAT`) at the
@@ -46,10 +67,17 @@
 //! a changed rule starts fresh; `<mode>` is `s` (server time) or `c` (caller instants).
 
 mod bucket;
+mod endpoints;
 mod error;
+mod limiter;
+mod log;
+mod script;
+mod window;
 
-pub use bucket::{Direction, RedisLimiter, Scripted};
+pub use endpoints::{EndpointError, EndpointLimiter, RedisEndpoints};
 pub use error::{Bound, FailureKind, RedisError, StoreError, Unrepresentable};
+pub use limiter::{RedisLimiter, Scripted};
+pub use script::Part;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -149,12 +177,6 @@ impl RedisStore {
             redis::cmd("PING").query::<String>(con).map(drop)
         })?;
         Ok(store)
-    }
-
-    /// A limiter for `algorithm` whose keys' states live in this store, failing closed
-    /// after [`DEFAULT_TIMEOUT`]. A rule the script cannot compute exactly is refused.
-    pub fn limiter<A: Scripted>(&self, algorithm: A) -> Result<RedisLimiter, Unrepresentable> {
-        RedisLimiter::new(self.clone(), &algorithm)
     }
 
     /// The key prefix.

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::csvout::json_string;
 use super::output::{OutputError, write_text};
+use crate::fnv::fnv1a64;
 use crate::sim::{RuleReport, RunReport};
 use crate::time::Nanos;
 
@@ -87,22 +88,12 @@ pub fn write_run_json(dir: &Path, meta: &RunMetadata) -> Result<PathBuf, OutputE
     write_text(&path, &text)
 }
 
-/// FNV-1a, 64-bit: small, dependency-free and stable across platforms and versions.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn fnv1a64_matches_the_published_test_vectors() {
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    fn a_scenario_source_carries_its_fnv1a64_in_hex() {
         assert_eq!(ScenarioSource::new("x", b"a").fnv1a64, "af63dc4c8601ec8c");
     }
 }

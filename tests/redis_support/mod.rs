@@ -8,6 +8,31 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Every algorithm the Redis store scripts, by registry name.
+pub const ALGORITHMS: [&str; 6] = [
+    "token_bucket",
+    "leaky_bucket",
+    "gcra",
+    "fixed_window",
+    "sliding_window_counter",
+    "sliding_window_log",
+];
+
+/// The built-in algorithm called `name` on `rule`, as a Redis limiter (refused rules
+/// panic: callers pass representable ones).
+pub fn limiter(
+    store: &ratesim::redis::RedisStore,
+    name: &str,
+    rule: ratesim::Rule,
+) -> ratesim::redis::RedisLimiter {
+    let builtin = ratesim::Registry::default()
+        .entry(name)
+        .ok()
+        .and_then(|e| e.builtin())
+        .unwrap_or_else(|| panic!("{name} is not a built-in"));
+    store.builtin(builtin, rule).unwrap()
+}
+
 pub struct Server {
     dir: tempfile::TempDir,
     args: Vec<String>,

@@ -1,0 +1,47 @@
+-- The dispatcher: one decision over one or more parts (a composite's rules), all
+-- checked before any is consumed, exactly as src/composite.rs does it: every part
+-- passes, then each takes cost; otherwise each takes 0 (it still sees the instant).
+--
+-- ARGV: cost, now_s, now_ns, ttl (see common.lua), detail ('1': also each part's view
+-- of a cost-1 request after the decision), then per part its family's name and params.
+-- KEYS: each part's keys, in order.
+-- Returns {now_s, now_ns, then per part: passed, pass_s, pass_ns, remaining, reset_s,
+-- reset_ns [, passed1, pass1_s, pass1_ns]}. `pass` is the instant the cost would pass
+-- (-1, -1: never); waits are formed in Rust (u128), from the instant asked.
+local cost = tonumber(ARGV[1])
+local detail = ARGV[5] == '1'
+local parts = {}
+local k, a = 1, 6
+while a <= #ARGV do
+  local family = FAMILIES[ARGV[a]]
+  local st = family.load(KEYS, k, ARGV, a + 1)
+  st.family = family
+  parts[#parts + 1] = st
+  k = k + family.nkeys
+  a = a + 1 + family.nargs
+end
+local function instant(ok, p)
+  if p == nil then return {0, -1, -1} end
+  if ok then return {1, p[1], p[2]} end
+  return {0, p[1], p[2]}
+end
+local all = true
+local checks = {}
+for i, st in ipairs(parts) do
+  local ok, p = st.family.check(st, cost)
+  checks[i] = instant(ok, p)
+  all = all and ok
+end
+local take = 0
+if all then take = cost end
+local reply = {NOW[1], NOW[2]}
+local function push(t) for _, v in ipairs(t) do reply[#reply + 1] = v end end
+for i, st in ipairs(parts) do
+  st.family.take(st, take)
+  st.family.save(st)
+  local reset = st.family.reset(st)
+  push(checks[i])
+  push({st.family.remaining(st), reset[1], reset[2]})
+  if detail then push(instant(st.family.check(st, 1))) end
+end
+return reply
