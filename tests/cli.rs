@@ -95,12 +95,13 @@ fn describe(args: &[&str], out: &Output) -> String {
     )
 }
 
-const EVERY_FILE: [&str; 8] = [
+const EVERY_FILE: [&str; 9] = [
     "decisions.csv",
     "window_counts.csv",
     "summary.csv",
     "summary.json",
     "timeline.png",
+    "timeline_zoom.png",
     "window_counts.png",
     "over_admission.png",
     "run.json",

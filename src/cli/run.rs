@@ -173,11 +173,13 @@ pub(super) fn simulate(
     if let Some(parts) = parts {
         written.push(parts.finish().context("cannot write decisions.csv")?);
     }
+    let decisions = written.first().cloned();
     let metadata = RunMetadata::new(&report, source, std::env::args().collect());
     let options = WriteOptions {
         charts: !common.no_charts,
         registry,
         metadata: Some(&metadata),
+        decisions: decisions.as_deref(),
     };
     written.extend(report::write_run(&report, &out, options).context("cannot write the results")?);
     list_written(&out, &written, common.quiet);

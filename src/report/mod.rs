@@ -52,6 +52,7 @@ pub mod run;
 pub mod runs;
 pub mod summary;
 pub mod table;
+pub mod zoom;
 
 /// File name of the per-decision CSV.
 pub const DECISIONS_CSV: &str = "decisions.csv";
@@ -63,6 +64,8 @@ pub const SUMMARY_CSV: &str = "summary.csv";
 pub const SUMMARY_JSON: &str = "summary.json";
 /// File name of the timeline chart.
 pub const TIMELINE_PNG: &str = "timeline.png";
+/// File name of the boundary zoom: one client's decisions either side of the worst edge.
+pub const TIMELINE_ZOOM_PNG: &str = "timeline_zoom.png";
 /// File name of the trailing-window count chart.
 pub const WINDOW_COUNTS_PNG: &str = "window_counts.png";
 /// File name of the over-admission bar chart.
@@ -72,12 +75,13 @@ pub const RUN_JSON: &str = "run.json";
 /// File name of `compare`'s over-admission matrix, beside the runs' folders.
 pub const OVER_ADMISSION_MATRIX_CSV: &str = "over_admission_matrix.csv";
 /// Every file a run writes into its output directory.
-pub const OUTPUT_FILES: [&str; 8] = [
+pub const OUTPUT_FILES: [&str; 9] = [
     DECISIONS_CSV,
     WINDOW_COUNTS_CSV,
     SUMMARY_CSV,
     SUMMARY_JSON,
     TIMELINE_PNG,
+    TIMELINE_ZOOM_PNG,
     WINDOW_COUNTS_PNG,
     OVER_ADMISSION_PNG,
     RUN_JSON,
@@ -86,8 +90,9 @@ pub const OUTPUT_FILES: [&str; 8] = [
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
 pub use charts::{
     ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
-    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, register_fonts,
-    render_over_admission, render_timeline, render_window_counts,
+    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart, ZoomLane,
+    ZoomMark, register_fonts, render_over_admission, render_timeline, render_window_counts,
+    render_zoom,
 };
 pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, csv_string,

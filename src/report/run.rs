@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 
 use super::charts::{
     ChartError, OverAdmissionChart, TimelineBucket, TimelineChart, TimelineLane, TimelineMarks,
-    TimelinePoint, WindowCountChart, WindowCountSeries, render_over_admission, render_timeline,
-    render_window_counts,
+    TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart, render_over_admission,
+    render_timeline, render_window_counts, render_zoom,
 };
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
 use super::metadata::{RunMetadata, write_run_json};
 use super::output::{AtomicFile, OutputError, TempPath};
 use super::summary::{RetryOutcome, SummaryRow};
+use super::zoom;
 use crate::registry::Registry;
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport};
 use crate::time::Nanos;
@@ -119,6 +120,9 @@ pub struct WriteOptions<'a> {
     /// What produced the run, written last as `run.json` (so its presence marks a
     /// finished folder); `None` writes none.
     pub metadata: Option<&'a RunMetadata>,
+    /// This run's `decisions.csv`, if it wrote one: the boundary zoom is read back
+    /// from it (no zoom without it).
+    pub decisions: Option<&'a Path>,
 }
 
 /// Writes `window_counts.csv`, `summary.csv`, `summary.json`, (optionally) the charts
@@ -137,6 +141,10 @@ pub fn write_run(
             &timeline_chart(report),
             &dir.join(super::TIMELINE_PNG),
         )?);
+        if let Some(decisions) = options.decisions {
+            let zoom = zoom_chart(report, decisions)?;
+            written.push(render_zoom(&zoom, &dir.join(super::TIMELINE_ZOOM_PNG))?);
+        }
         written.push(render_window_counts(
             &window_count_chart(report, options.registry),
             &dir.join(super::WINDOW_COUNTS_PNG),
@@ -355,4 +363,50 @@ pub fn over_admission_chart(report: &RunReport) -> OverAdmissionChart {
             .map(|a| (a.name.clone(), a.metrics.over_admission))
             .collect(),
     }
+}
+
+/// The boundary zoom: the worst algorithm's worst client (the one its window-count
+/// panel shows) around the window edge nearest its highest count, in every algorithm,
+/// read back from this run's `decisions.csv`.
+pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, OutputError> {
+    let window = report.rule.window;
+    let worst = report
+        .algorithms
+        .iter()
+        .filter(|a| a.metrics.max_in_window > 0)
+        // The first of equals.
+        .reduce(|best, a| {
+            if a.metrics.max_in_window > best.metrics.max_in_window {
+                a
+            } else {
+                best
+            }
+        });
+    let found = worst.and_then(|a| {
+        let edge = zoom::nearest_boundary(zoom::first_peak(&a.window_counts)?, window);
+        Some((a.metrics.worst_key.clone()?, edge))
+    });
+    let Some((key, edge)) = found else {
+        return Ok(ZoomChart {
+            title: format!("{}: nothing admitted, nothing to zoom on", report.scenario),
+            x_desc: String::new(),
+            limit: report.rule.max_requests,
+            lanes: Vec::new(),
+        });
+    };
+    let lanes = zoom::read_zoom(decisions, &key, edge, window)?;
+    Ok(ZoomChart {
+        title: format!(
+            "{}: the {} boundary up close (limit {})",
+            report.scenario,
+            human_duration(edge),
+            limit_text(report)
+        ),
+        x_desc: format!(
+            "{key}'s requests in order (each its own column), labelled with their time from the {} boundary",
+            human_duration(edge)
+        ),
+        limit: report.rule.max_requests,
+        lanes,
+    })
 }
