@@ -95,7 +95,7 @@ fn describe(args: &[&str], out: &Output) -> String {
     )
 }
 
-const EVERY_FILE: [&str; 9] = [
+const EVERY_FILE: [&str; 10] = [
     "decisions.csv",
     "window_counts.csv",
     "summary.csv",
@@ -104,6 +104,7 @@ const EVERY_FILE: [&str; 9] = [
     "timeline_zoom.png",
     "window_counts.png",
     "over_admission.png",
+    "report.html",
     "run.json",
 ];
 

@@ -43,6 +43,7 @@
 pub mod analysis;
 pub mod charts;
 pub mod csvout;
+pub mod html;
 pub mod listing;
 pub mod metadata;
 pub mod output;
@@ -70,12 +71,14 @@ pub const TIMELINE_ZOOM_PNG: &str = "timeline_zoom.png";
 pub const WINDOW_COUNTS_PNG: &str = "window_counts.png";
 /// File name of the over-admission bar chart.
 pub const OVER_ADMISSION_PNG: &str = "over_admission.png";
+/// File name of the self-contained HTML report (summary, sentences, every chart).
+pub const REPORT_HTML: &str = "report.html";
 /// File name of what produced the folder (scenario, limits, command line, version).
 pub const RUN_JSON: &str = "run.json";
 /// File name of `compare`'s over-admission matrix, beside the runs' folders.
 pub const OVER_ADMISSION_MATRIX_CSV: &str = "over_admission_matrix.csv";
 /// Every file a run writes into its output directory.
-pub const OUTPUT_FILES: [&str; 9] = [
+pub const OUTPUT_FILES: [&str; 10] = [
     DECISIONS_CSV,
     WINDOW_COUNTS_CSV,
     SUMMARY_CSV,
@@ -84,6 +87,7 @@ pub const OUTPUT_FILES: [&str; 9] = [
     TIMELINE_ZOOM_PNG,
     WINDOW_COUNTS_PNG,
     OVER_ADMISSION_PNG,
+    REPORT_HTML,
     RUN_JSON,
 ];
 

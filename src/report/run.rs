@@ -14,6 +14,7 @@ use super::charts::{
     render_timeline, render_window_counts, render_zoom,
 };
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
+use super::html::{self, Figure};
 use super::metadata::{RunMetadata, write_run_json};
 use super::output::{AtomicFile, OutputError, TempPath};
 use super::summary::{RetryOutcome, SummaryRow};
@@ -136,28 +137,61 @@ pub fn write_run(
     let metrics: Vec<_> = report.algorithms.iter().map(|a| &a.metrics).collect();
     let (csv, json) = write_summary(dir, &metrics)?;
     written.extend([csv, json]);
+    let zoom = options
+        .decisions
+        .map(|decisions| zoom_chart(report, decisions))
+        .transpose()?;
+    let mut figures = Vec::new();
     if options.charts {
-        written.push(render_timeline(
-            &timeline_chart(report),
-            &dir.join(super::TIMELINE_PNG),
-        )?);
-        if let Some(decisions) = options.decisions {
-            let zoom = zoom_chart(report, decisions)?;
-            written.push(render_zoom(&zoom, &dir.join(super::TIMELINE_ZOOM_PNG))?);
-        }
-        written.push(render_window_counts(
-            &window_count_chart(report, options.registry),
-            &dir.join(super::WINDOW_COUNTS_PNG),
-        )?);
-        written.push(render_over_admission(
-            &over_admission_chart(report),
-            &dir.join(super::OVER_ADMISSION_PNG),
-        )?);
+        figures = write_charts(report, dir, &options, zoom.as_ref())?;
+        written.extend(figures.iter().map(|f| f.path.clone()));
     }
+    let lanes = zoom.map(|z| z.lanes).unwrap_or_default();
+    let sentences = html::sentences(report, &lanes);
+    written.push(html::write_html(dir, report, &sentences, &figures)?);
     if let Some(meta) = options.metadata {
         written.push(write_run_json(dir, meta)?);
     }
     Ok(written)
+}
+
+/// Renders the charts into `dir`, each with the caption the HTML report gives it.
+fn write_charts(
+    report: &RunReport,
+    dir: &Path,
+    options: &WriteOptions<'_>,
+    zoom: Option<&ZoomChart>,
+) -> Result<Vec<Figure>, ReportError> {
+    let figure = |path, caption: &str| Figure {
+        path,
+        caption: caption.to_string(),
+    };
+    let mut figures = vec![figure(
+        render_timeline(&timeline_chart(report), &dir.join(super::TIMELINE_PNG))?,
+        "Every decision over time, one lane per algorithm: admitted above, denied below.",
+    )];
+    if let Some(zoom) = zoom {
+        figures.push(figure(
+            render_zoom(zoom, &dir.join(super::TIMELINE_ZOOM_PNG))?,
+            "The window edge where the worst over-admission happened, up close: each request \
+             is its own mark, at the height of the client's count in the trailing window.",
+        ));
+    }
+    figures.push(figure(
+        render_window_counts(
+            &window_count_chart(report, options.registry),
+            &dir.join(super::WINDOW_COUNTS_PNG),
+        )?,
+        "Admitted requests in the trailing window for the worst client, against the limit.",
+    ));
+    figures.push(figure(
+        render_over_admission(
+            &over_admission_chart(report),
+            &dir.join(super::OVER_ADMISSION_PNG),
+        )?,
+        "The most admitted in any window, as a multiple of the limit.",
+    ));
+    Ok(figures)
 }
 
 /// The files a run writes into its output directory that are in `dir` but were not
