@@ -489,6 +489,29 @@ fn compare_writes_under_output_compare_with_its_matrix() {
         "{matrix}"
     );
     assert_eq!(lines[2], "sliding_window_log,1.0,1.0,1.0", "{matrix}");
+    assert!(
+        !t.path()
+            .join("output/compare/over_admission_matrix.png")
+            .exists(),
+        "--no-charts"
+    );
+}
+
+#[test]
+fn compare_draws_its_matrix_beside_the_csv() {
+    let t = TestDir::new();
+    t.ok(&[
+        "compare",
+        "--algos",
+        "fixed_window,sliding_window_log",
+        "-q",
+        "--no-decisions",
+        "--out",
+        "c",
+    ]);
+    let bytes = fs::read(t.path().join("c/over_admission_matrix.png")).unwrap();
+    let (w, h) = png_size(&bytes);
+    assert!(w >= 1000 && h >= 300, "{w}x{h}");
 }
 
 #[test]
@@ -647,7 +670,7 @@ fn help_describes_only_what_each_command_does() {
     assert!(
         compare.contains(
             "each scenario's files go to <DIR>/<scenario>/, the over-admission matrix to \
-             <DIR>/over_admission_matrix.csv [default: output/compare]"
+             <DIR>/over_admission_matrix.csv and .png [default: output/compare]"
         ),
         "{compare}"
     );

@@ -27,7 +27,7 @@ pub(super) struct CompareArgs {
     #[arg(long = "scenario", value_name = "FILE")]
     scenarios: Vec<PathBuf>,
     /// Output root: each scenario's files go to <DIR>/<scenario>/, the over-admission
-    /// matrix to <DIR>/over_admission_matrix.csv [default: output/compare].
+    /// matrix to <DIR>/over_admission_matrix.csv and .png [default: output/compare].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -60,8 +60,17 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
     let matrix = report::comparison_csv(&reports).context("cannot format the matrix")?;
     let written = report::write_text(&root.join(report::OVER_ADMISSION_MATRIX_CSV), &matrix)
         .context("cannot write the results")?;
+    let mut written = vec![written];
+    if !args.common.no_charts {
+        let chart = report::comparison_chart(&reports);
+        let path = root.join(report::OVER_ADMISSION_MATRIX_PNG);
+        written
+            .push(report::charts::render_matrix(&chart, &path).context("cannot draw the matrix")?);
+    }
     if !args.common.quiet {
-        eprintln!("wrote {}", written.display());
+        for path in written {
+            eprintln!("wrote {}", path.display());
+        }
     }
     print_summary(&reports, args.common.format)
 }

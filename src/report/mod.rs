@@ -77,6 +77,8 @@ pub const REPORT_HTML: &str = "report.html";
 pub const RUN_JSON: &str = "run.json";
 /// File name of `compare`'s over-admission matrix, beside the runs' folders.
 pub const OVER_ADMISSION_MATRIX_CSV: &str = "over_admission_matrix.csv";
+/// File name of `compare`'s over-admission matrix chart, beside the CSV.
+pub const OVER_ADMISSION_MATRIX_PNG: &str = "over_admission_matrix.png";
 /// Every file a run writes into its output directory.
 pub const OUTPUT_FILES: [&str; 10] = [
     DECISIONS_CSV,
@@ -110,7 +112,9 @@ pub use output::{
 pub use preflight::{short_run_warning, size_warning, validation_summary};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
-pub use runs::{comparison_csv, render_comparison, render_runs, summary_csv, summary_json};
+pub use runs::{
+    comparison_chart, comparison_csv, render_comparison, render_runs, summary_csv, summary_json,
+};
 pub use summary::{RetryOutcome, SummaryRow, format_ratio};
 pub use table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_rows, render_summary_table,

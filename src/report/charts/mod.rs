@@ -34,12 +34,14 @@ use thiserror::Error;
 use super::output::{OutputError, TempPath};
 
 mod frame;
+mod matrix;
 mod over_admission;
 mod palette;
 mod timeline;
 mod window_counts;
 mod zoom;
 
+pub use matrix::{MatrixChart, draw_matrix, matrix_chart_size};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
 pub use palette::algorithm_color;
 pub use timeline::{
@@ -137,6 +139,20 @@ pub fn render_zoom(input: &ZoomChart, path: &Path) -> Result<PathBuf, ChartError
 pub fn render_zoom_rgb(input: &ZoomChart) -> Result<RgbImage, ChartError> {
     render_rgb(zoom_chart_size(input.lanes.len()), |root| {
         draw_zoom(input, root)
+    })
+}
+
+/// Writes `compare`'s over-admission matrix PNG to `path` atomically.
+pub fn render_matrix(input: &MatrixChart, path: &Path) -> Result<PathBuf, ChartError> {
+    render_png(path, matrix_chart_size(input.rows.len()), |root| {
+        draw_matrix(input, root)
+    })
+}
+
+/// Renders the matrix into memory.
+pub fn render_matrix_rgb(input: &MatrixChart) -> Result<RgbImage, ChartError> {
+    render_rgb(matrix_chart_size(input.rows.len()), |root| {
+        draw_matrix(input, root)
     })
 }
 
