@@ -1425,3 +1425,51 @@ fn compare_limit_warns_when_a_run_is_shorter_than_two_of_its_windows() {
     assert_eq!(warned.len(), 1, "only burst (60 s) is too short: {stderr}");
     assert!(warned[0].contains("burst: the run lasts 1m"), "{stderr}");
 }
+
+/// Three clients, each bursting at every boundary; client-1 alone sends more.
+const THREE_CLIENTS: &str = r#"
+name = "three"
+duration = "30s"
+algorithms = ["fixed_window", "sliding_window_log"]
+[limit]
+max_requests = 5
+window = "10s"
+[[traffic]]
+kind = "boundary_burst"
+size = 5
+spread = 0
+keys = 3
+"#;
+
+#[test]
+fn key_picks_the_client_every_keyed_chart_and_window_counts_csv_follow() {
+    let t = TestDir::new();
+    t.write("three.toml", THREE_CLIENTS);
+    t.ok(&["run", "three.toml", "--key", "client-2", "--out", "k", "-q"]);
+    let csv = fs::read_to_string(t.path().join("k/window_counts.csv")).unwrap();
+    let keys: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    assert!(
+        !keys.is_empty() && keys.iter().all(|&k| k == "client-2"),
+        "{csv}"
+    );
+    assert!(t.path().join("k/timeline_zoom.png").exists());
+}
+
+#[test]
+fn an_unknown_key_is_refused_naming_the_closest_clients() {
+    let t = TestDir::new();
+    t.write("three.toml", THREE_CLIENTS);
+    let args = ["run", "three.toml", "--key", "client-7", "--out", "k", "-q"];
+    let out = t.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no client named `client-7`")
+            && stderr.contains("did you mean `client-0`, `client-1`, `client-2`?"),
+        "{stderr}"
+    );
+}

@@ -46,6 +46,10 @@ pub(super) struct Common {
     /// 10/250ms); boundary bursts of the old limit's size follow the new one.
     #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
     pub(super) limit: Option<Rule>,
+    /// The client the keyed charts follow (window counts, the boundary zoom) [default:
+    /// each algorithm's worst client]; a name no request used is an error.
+    #[arg(long, value_name = "CLIENT")]
+    key: Option<String>,
     /// How to print the summary on stdout (csv and json: the rows of summary.csv and
     /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -112,6 +116,7 @@ pub(super) fn apply_overrides(
     if let Some(seed) = common.seed {
         scenario.seed = seed;
     }
+    scenario.chart_key.clone_from(&common.key);
     if let Some(algos) = &common.algos {
         scenario
             .set_algorithms(algos_flag(algos)?, registry)

@@ -213,7 +213,7 @@ fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, Output
         for sample in &a.window_counts {
             writer.write(&WindowCountRecord {
                 algorithm: &a.name,
-                key: a.metrics.worst_key.as_deref().unwrap_or_default(),
+                key: a.window_key.as_deref().unwrap_or_default(),
                 time: sample.time,
                 count: sample.count,
             })?;
@@ -355,9 +355,10 @@ pub fn timeline_chart(report: &RunReport) -> TimelineChart {
 pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCountChart {
     WindowCountChart {
         title: format!(
-            "{}: admitted requests in the trailing {} window (worst key)",
+            "{}: admitted requests in the trailing {} window ({})",
             report.scenario,
-            human_duration(report.rule.window)
+            human_duration(report.rule.window),
+            followed_clients(report)
         ),
         duration_s: secs(report.duration),
         window_s: Some(secs(report.rule.window)),
@@ -368,7 +369,7 @@ pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCoun
             .enumerate()
             .map(|(i, a)| WindowCountSeries {
                 algorithm: a.name.clone(),
-                key: a.metrics.worst_key.clone(),
+                key: a.window_key.clone(),
                 color_slot: registry
                     .position(&a.name)
                     .unwrap_or(registry.names().count() + i),
@@ -379,6 +380,25 @@ pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCoun
                     .collect(),
             })
             .collect(),
+    }
+}
+
+/// Which client the window-count panels follow, for the title: each algorithm's worst
+/// one, or the one `--key` chose.
+fn followed_clients(report: &RunReport) -> String {
+    let worst = |a: &AlgorithmReport| a.window_key.is_none() || a.window_key == a.metrics.worst_key;
+    let first = report.algorithms.first().and_then(|a| a.window_key.clone());
+    match first {
+        _ if report.algorithms.iter().all(worst) => "worst key".to_string(),
+        Some(key)
+            if report
+                .algorithms
+                .iter()
+                .all(|a| a.window_key.as_ref() == Some(&key)) =>
+        {
+            format!("key {key}")
+        }
+        _ => "the key each panel names".to_string(),
     }
 }
 
@@ -418,7 +438,7 @@ pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, Out
         });
     let found = worst.and_then(|a| {
         let edge = zoom::nearest_boundary(zoom::first_peak(&a.window_counts)?, window);
-        Some((a.metrics.worst_key.clone()?, edge))
+        Some((a.window_key.clone()?, edge))
     });
     let Some((key, edge)) = found else {
         return Ok(ZoomChart {

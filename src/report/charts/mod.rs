@@ -130,16 +130,12 @@ pub fn render_over_admission(
 
 /// Writes the boundary zoom PNG to `path` atomically.
 pub fn render_zoom(input: &ZoomChart, path: &Path) -> Result<PathBuf, ChartError> {
-    render_png(path, zoom_chart_size(input.lanes.len()), |root| {
-        draw_zoom(input, root)
-    })
+    render_png(path, zoom_chart_size(input), |root| draw_zoom(input, root))
 }
 
 /// Renders the boundary zoom into memory.
 pub fn render_zoom_rgb(input: &ZoomChart) -> Result<RgbImage, ChartError> {
-    render_rgb(zoom_chart_size(input.lanes.len()), |root| {
-        draw_zoom(input, root)
-    })
+    render_rgb(zoom_chart_size(input), |root| draw_zoom(input, root))
 }
 
 /// Writes `compare`'s over-admission matrix PNG to `path` atomically.

@@ -63,10 +63,28 @@ const PANEL: u32 = 130;
 const FOOTER: u32 = 90;
 const MARK_SIZE: i32 = 6;
 
-/// Pixel size of the zoom chart: one panel per lane.
-pub fn zoom_chart_size(lanes: usize) -> (u32, u32) {
-    let height = HEADER + PANEL * lanes.max(1) as u32 + FOOTER;
+/// Extra height of a panel that carries its own time labels.
+const PANEL_LABELS: u32 = 40;
+
+/// Pixel size of the zoom chart for `input`: one panel per lane, taller when each
+/// panel needs its own time labels.
+pub fn zoom_chart_size(input: &ZoomChart) -> (u32, u32) {
+    let panel = PANEL
+        + if shared_times(&input.lanes) {
+            0
+        } else {
+            PANEL_LABELS
+        };
+    let height = HEADER + panel * input.lanes.len().max(1) as u32 + FOOTER;
     (CHART_WIDTH, height.max(CHART_HEIGHT / 2))
+}
+
+/// True when every lane shows the same instants (open clients: every algorithm sees
+/// the same requests), so one row of time labels under the last panel serves all.
+/// With retry clients the streams differ and each panel labels its own.
+fn shared_times(lanes: &[ZoomLane]) -> bool {
+    let offsets = |l: &ZoomLane| l.marks.iter().map(|m| m.offset_ns).collect::<Vec<_>>();
+    lanes.windows(2).all(|w| offsets(&w[0]) == offsets(&w[1]))
 }
 
 /// Draws the boundary zoom on any plotters backend.
@@ -95,16 +113,13 @@ pub fn draw_zoom<DB: DrawingBackend>(
     let (body, footer) = rest.split_vertically(rest_height.saturating_sub(FOOTER));
     let y_end = y_axis_end(&input.lanes, input.limit);
     let n = input.lanes.len();
-    let breaks: Vec<i32> = (1..n).map(|i| (PANEL * i as u32) as i32).collect();
+    let shared = shared_times(&input.lanes);
+    let height = PANEL + if shared { 0 } else { PANEL_LABELS };
+    let breaks: Vec<i32> = (1..n).map(|i| (height * i as u32) as i32).collect();
     let panels = body.split_by_breakpoints([] as [i32; 0], breaks);
-    let longest = &input
-        .lanes
-        .iter()
-        .max_by_key(|l| l.marks.len())
-        .expect("not empty")
-        .marks;
     for (i, (lane, panel)) in input.lanes.iter().zip(&panels).enumerate() {
-        let mut chart = draw_panel_axes(panel, columns, y_end)?;
+        let below = if shared { 8 } else { 8 + PANEL_LABELS };
+        let mut chart = draw_panel_axes(panel, columns, y_end, below)?;
         draw_panel_background(&mut chart, lane, columns, y_end, input.limit)?;
         draw_marks(&mut chart, &lane.marks)?;
         panel.draw(&Text::new(
@@ -112,8 +127,8 @@ pub fn draw_zoom<DB: DrawingBackend>(
             (80, 2),
             font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
         ))?;
-        if i == n - 1 {
-            draw_time_labels(root, &chart, longest)?;
+        if !shared || i == n - 1 {
+            draw_time_labels(root, &chart, &lane.marks)?;
         }
     }
     footer.draw(&Text::new(
@@ -136,11 +151,12 @@ fn draw_panel_axes<'a, DB: DrawingBackend>(
     panel: &'a DrawingArea<DB, Shift>,
     columns: usize,
     y_end: f64,
+    below: u32,
 ) -> Result<PanelChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart = ChartBuilder::on(panel)
         .margin_right(30)
         .margin_top(34)
-        .margin_bottom(8)
+        .margin_bottom(below)
         .y_label_area_size(70)
         .build_cartesian_2d(-0.6..columns as f64 - 0.4, 0.0..y_end)?;
     let y_fmt = |v: &f64| format!("{v:.0}");
@@ -236,7 +252,9 @@ fn draw_time_labels<DB: DrawingBackend>(
         start = end;
         let text = format_offset(offset);
         let (w, _) = root.estimate_text_size(&text, &style)?;
-        let centre = (x0 + x1) / 2;
+        // Kept inside the image: a label at either end is moved in, not cut.
+        let half = w as i32 / 2;
+        let centre = ((x0 + x1) / 2).clamp(half + 2, CHART_WIDTH as i32 - half - 2);
         if centre - (w as i32) / 2 < last_right + 12 {
             continue;
         }
