@@ -1,11 +1,11 @@
-//! The boundary zoom: one client's decisions either side of the worst window edge,
-//! read back from a real run's decisions.csv.
+//! Charts read back from a real run's decisions.csv: the boundary zoom (one client's
+//! decisions either side of the worst window edge) and the one-client timeline.
 
 use std::path::Path;
 
 use ratesim::report::charts::render_zoom_rgb;
-use ratesim::report::run::zoom_chart;
-use ratesim::report::{DecisionParts, ZoomMark};
+use ratesim::report::run::{client_timeline_chart, zoom_chart};
+use ratesim::report::{DecisionParts, TimelineMarks, ZoomMark};
 use ratesim::sim::{self, DecisionSink, RunOptions, RunReport, Scenario};
 use ratesim::{Registry, bundled};
 
@@ -61,4 +61,58 @@ fn the_zoom_shows_the_fixed_windows_ten_admissions_within_one_nanosecond() {
     );
     let image = render_zoom_rgb(&chart).unwrap();
     assert_eq!(image.width, 1200);
+}
+
+#[test]
+fn with_several_clients_the_timeline_shows_the_client_each_lane_names() {
+    let registry = Registry::default();
+    let text = r#"
+        name = "three"
+        duration = "30s"
+        algorithms = ["fixed_window", "sliding_window_log"]
+        [limit]
+        max_requests = 5
+        window = "10s"
+        [[traffic]]
+        kind = "poisson"
+        rate = 3
+        keys = 3
+    "#;
+    let scenario = Scenario::parse_with(text, Path::new("three.toml"), &registry).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut parts = DecisionParts::new(dir.path());
+    let options = RunOptions {
+        registry: &registry,
+        ..RunOptions::default()
+    };
+    let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> { parts.sink() };
+    let run = sim::run(&scenario, &options, &mut sinks).unwrap();
+    let decisions = parts.finish().unwrap();
+    assert!(ratesim::report::client_timeline::has_many_clients(&run));
+    let chart = client_timeline_chart(&run, &decisions).unwrap();
+    let csv = std::fs::read_to_string(&decisions).unwrap();
+    for (lane, a) in chart.lanes.iter().zip(&run.algorithms) {
+        let key = a.window_key.as_deref().unwrap();
+        assert_eq!(lane.algorithm, format!("{} · {key}", a.name));
+        let rows = csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("{},", a.name)) && l.contains(&format!(",{key},")))
+            .count();
+        let TimelineMarks::Points(points) = &lane.marks else {
+            panic!("a few dozen decisions are ticks");
+        };
+        // One tick per non-empty bucket and decision kind: never more than the rows.
+        assert!(
+            !points.is_empty() && points.len() <= rows,
+            "{} of {rows}",
+            points.len()
+        );
+        let all = a
+            .timeline
+            .allowed
+            .iter()
+            .chain(&a.timeline.denied)
+            .sum::<u64>() as usize;
+        assert!(rows < all, "one client's rows, not all {all}");
+    }
 }

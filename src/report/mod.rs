@@ -42,6 +42,7 @@
 
 pub mod analysis;
 pub mod charts;
+pub mod client_timeline;
 pub mod csvout;
 pub mod html;
 pub mod listing;
@@ -49,6 +50,7 @@ pub mod metadata;
 pub mod output;
 pub mod preflight;
 pub mod progress;
+pub mod readback;
 pub mod run;
 pub mod runs;
 pub mod summary;

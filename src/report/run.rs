@@ -18,9 +18,9 @@ use super::html::{self, Figure};
 use super::metadata::{RunMetadata, write_run_json};
 use super::output::{AtomicFile, OutputError, TempPath};
 use super::summary::{RetryOutcome, SummaryRow};
-use super::zoom;
+use super::{client_timeline, zoom};
 use crate::registry::Registry;
-use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport};
+use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport, Timeline};
 use crate::time::Nanos;
 
 /// Why writing a run's outputs failed.
@@ -166,9 +166,23 @@ fn write_charts(
         path,
         caption: caption.to_string(),
     };
+    let one_client = match options.decisions {
+        Some(d) if client_timeline::has_many_clients(report) => {
+            Some(client_timeline_chart(report, d)?)
+        }
+        _ => None,
+    };
+    let caption = match one_client {
+        Some(_) => {
+            "Decisions over time of the client each lane names (the one its window \
+                    counts follow): admitted above, denied below."
+        }
+        None => "Every decision over time, one lane per algorithm: admitted above, denied below.",
+    };
+    let timeline = one_client.unwrap_or_else(|| timeline_chart(report));
     let mut figures = vec![figure(
-        render_timeline(&timeline_chart(report), &dir.join(super::TIMELINE_PNG))?,
-        "Every decision over time, one lane per algorithm: admitted above, denied below.",
+        render_timeline(&timeline, &dir.join(super::TIMELINE_PNG))?,
+        caption,
     )];
     if let Some(zoom) = zoom {
         figures.push(figure(
@@ -291,8 +305,7 @@ fn human_duration(n: Nanos) -> String {
 /// timeline shows bars whose height is the count per bucket.
 const TICKS_UP_TO: u64 = 5_000;
 
-fn timeline_lane(a: &AlgorithmReport, duration: Nanos) -> TimelineLane {
-    let t = &a.timeline;
+fn timeline_lane(name: &str, t: &Timeline, duration: Nanos) -> TimelineLane {
     let bucket = t.bucket.as_u64();
     let decisions: u64 = t.allowed.iter().chain(&t.denied).sum();
     let start = |i: usize| secs(Nanos::new(bucket.saturating_mul(i as u64)));
@@ -326,7 +339,7 @@ fn timeline_lane(a: &AlgorithmReport, duration: Nanos) -> TimelineLane {
         TimelineMarks::Buckets(buckets)
     };
     TimelineLane {
-        algorithm: a.name.clone(),
+        algorithm: name.to_string(),
         marks,
     }
 }
@@ -344,9 +357,34 @@ pub fn timeline_chart(report: &RunReport) -> TimelineChart {
         lanes: report
             .algorithms
             .iter()
-            .map(|a| timeline_lane(a, report.duration))
+            .map(|a| timeline_lane(&a.name, &a.timeline, report.duration))
             .collect(),
     }
+}
+
+/// The timeline of the client each algorithm's window counts follow, read back from
+/// this run's `decisions.csv`: what a run with many clients draws instead of every
+/// client's decisions at once.
+pub fn client_timeline_chart(
+    report: &RunReport,
+    decisions: &Path,
+) -> Result<TimelineChart, OutputError> {
+    let lanes = client_timeline::client_timelines(report, decisions)?
+        .into_iter()
+        .map(|(label, timeline)| {
+            let empty = || Timeline::new(report.duration);
+            timeline_lane(&label, &timeline.unwrap_or_else(empty), report.duration)
+        })
+        .collect();
+    Ok(TimelineChart {
+        title: format!(
+            "{}: one client's decisions over time (limit {})",
+            report.scenario,
+            limit_text(report)
+        ),
+        lanes,
+        ..timeline_chart(report)
+    })
 }
 
 /// The worst key's trailing-window admitted count per algorithm, against the limit;
@@ -448,7 +486,8 @@ pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, Out
             lanes: Vec::new(),
         });
     };
-    let lanes = zoom::read_zoom(decisions, &key, edge, window)?;
+    let names: Vec<&str> = report.algorithms.iter().map(|a| a.name.as_str()).collect();
+    let lanes = zoom::read_zoom(decisions, &names, &key, edge, window)?;
     Ok(ZoomChart {
         title: format!(
             "{}: the {} boundary up close (limit {})",

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use super::charts::{ZoomLane, ZoomMark};
 use super::output::OutputError;
+use super::readback::scan_decisions;
 use crate::sim::WindowSample;
 use crate::time::Nanos;
 
@@ -102,48 +103,22 @@ impl LaneBuilder {
     }
 }
 
-/// Reads `decisions.csv` at `path` and returns, per algorithm in the file's order,
+/// Reads `decisions.csv` at `path` and returns, per algorithm of `algorithms`,
 /// `key`'s last [`ZOOM_PER_SIDE`] decisions in the half window before `edge` and first
-/// ones in the half window from it, each with the key's admitted count in the trailing `window` after it.
+/// ones in the half window from it, each with the key's admitted count in the trailing
+/// `window` after it.
 pub fn read_zoom(
     path: &Path,
+    algorithms: &[&str],
     key: &str,
     edge: Nanos,
     window: Nanos,
 ) -> Result<Vec<ZoomLane>, OutputError> {
-    let fail = |message: String| OutputError::Write {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(message),
-    };
-    let mut reader = csv::Reader::from_path(path).map_err(|e| fail(e.to_string()))?;
-    let headers = reader.headers().map_err(|e| fail(e.to_string()))?.clone();
-    let column = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| fail(format!("no `{name}` column")))
-    };
-    let [algorithm, time, key_col, cost, allowed] =
-        ["algorithm", "time_s", "key", "cost", "allowed"].map(column);
-    let (algorithm, time, key_col, cost, allowed) = (algorithm?, time?, key_col?, cost?, allowed?);
-    let mut lanes: Vec<LaneBuilder> = Vec::new();
-    let mut record = csv::StringRecord::new();
-    while reader
-        .read_record(&mut record)
-        .map_err(|e| fail(e.to_string()))?
-    {
-        let name = &record[algorithm];
-        if lanes.last().is_none_or(|l| l.algorithm != name) {
-            lanes.push(LaneBuilder::new(name));
-        }
-        if &record[key_col] != key {
-            continue;
-        }
-        let at = Nanos::parse_decimal_secs(&record[time]).map_err(|e| fail(e.to_string()))?;
-        let units = record[cost].parse().map_err(|_| fail("bad cost".into()))?;
-        let lane = lanes.last_mut().expect("pushed above");
-        lane.decide(at, units, &record[allowed] == "true", edge, window);
-    }
+    let mut lanes: Vec<LaneBuilder> = algorithms.iter().map(|a| LaneBuilder::new(a)).collect();
+    let wanted: Vec<(&str, &str)> = algorithms.iter().map(|&a| (a, key)).collect();
+    scan_decisions(path, &wanted, |i, d| {
+        lanes[i].decide(d.time, d.cost, d.allowed, edge, window);
+    })?;
     Ok(lanes.into_iter().map(LaneBuilder::finish).collect())
 }
 

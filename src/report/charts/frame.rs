@@ -190,12 +190,12 @@ pub(super) fn draw_lane_labels<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
-/// An algorithm's label: `(unnamed)` for an empty name, long names cut at 32 characters.
+/// An algorithm's label: `(unnamed)` for an empty name, long names cut at 40 characters.
 pub(super) fn display_name(name: &str) -> String {
     if name.is_empty() {
         "(unnamed)".to_string()
-    } else if name.chars().count() > 32 {
-        let short: String = name.chars().take(31).collect();
+    } else if name.chars().count() > 40 {
+        let short: String = name.chars().take(39).collect();
         format!("{short}…")
     } else {
         name.to_string()
