@@ -1473,3 +1473,32 @@ fn an_unknown_key_is_refused_naming_the_closest_clients() {
         "{stderr}"
     );
 }
+
+#[test]
+fn chart_format_svg_writes_svg_charts_and_embeds_them_in_the_report() {
+    let t = TestDir::new();
+    t.ok(&[
+        "run",
+        "scenarios/burst.toml",
+        "--chart-format",
+        "svg",
+        "--out",
+        "s",
+        "-q",
+    ]);
+    for chart in [
+        "timeline",
+        "timeline_zoom",
+        "window_counts",
+        "over_admission",
+    ] {
+        let svg = fs::read_to_string(t.path().join("s").join(format!("{chart}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{chart}");
+        assert!(
+            !t.path().join("s").join(format!("{chart}.png")).exists(),
+            "{chart}"
+        );
+    }
+    let html = fs::read_to_string(t.path().join("s/report.html")).unwrap();
+    assert_eq!(html.matches("src=\"data:image/svg+xml;base64,").count(), 4);
+}

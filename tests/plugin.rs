@@ -166,6 +166,7 @@ fn a_registered_algorithm_runs_through_the_simulator_the_reports_and_a_chart() {
             registry: &registry,
             metadata: None,
             decisions: None,
+            chart_format: Default::default(),
         },
     )
     .unwrap();

@@ -73,6 +73,7 @@ fn the_report_is_one_self_contained_well_formed_page_with_every_chart() {
         registry: &registry,
         metadata: None,
         decisions: Some(&decisions),
+        chart_format: Default::default(),
     };
     let written = report::write_run(&run, dir.path(), options).unwrap();
     let path = dir.path().join(report::REPORT_HTML);

@@ -116,3 +116,27 @@ fn with_several_clients_the_timeline_shows_the_client_each_lane_names() {
         assert!(rows < all, "one client's rows, not all {all}");
     }
 }
+
+#[test]
+fn the_zoom_as_svg_names_the_nanosecond_and_every_count_as_text() {
+    use ratesim::report::charts::{AnyChart, render_svg_string};
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_burst(dir.path());
+    let chart = zoom_chart(&run, &dir.path().join("decisions.csv")).unwrap();
+    let svg = render_svg_string(AnyChart::Zoom(&chart)).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| t.split('>').nth(1))
+        .map(|t| t.split('<').next().unwrap().trim())
+        .collect();
+    for label in [
+        "−1 ns",
+        "0",
+        "10",
+        "fixed_window: 10 admitted, 0 denied; 10 in one window = 2.00× the limit",
+    ] {
+        assert!(texts.contains(&label), "{label} not in {texts:?}");
+    }
+}

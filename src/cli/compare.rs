@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use ratesim::report::ScenarioSource;
+use ratesim::report::charts::{AnyChart, render_chart};
 use ratesim::sim::Scenario;
 use ratesim::{Registry, bundled, report};
 
@@ -64,8 +65,9 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
     if !args.common.no_charts {
         let chart = report::comparison_chart(&reports);
         let path = root.join(report::OVER_ADMISSION_MATRIX_PNG);
-        written
-            .push(report::charts::render_matrix(&chart, &path).context("cannot draw the matrix")?);
+        let format = args.common.chart_format.into();
+        let drawn = render_chart(AnyChart::Matrix(&chart), &path, format);
+        written.push(drawn.context("cannot draw the matrix")?);
     }
     if !args.common.quiet {
         for path in written {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use ratesim::report::charts::ChartFormat;
 use ratesim::report::{
     self, DecisionParts, Progress, RunMetadata, ScenarioSource, TableOptions, WriteOptions,
 };
@@ -33,6 +34,24 @@ pub(super) struct RunArgs {
     common: Common,
 }
 
+/// `--chart-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ChartFormatArg {
+    /// PNG images.
+    Png,
+    /// SVG images.
+    Svg,
+}
+
+impl From<ChartFormatArg> for ChartFormat {
+    fn from(arg: ChartFormatArg) -> ChartFormat {
+        match arg {
+            ChartFormatArg::Png => ChartFormat::Png,
+            ChartFormatArg::Svg => ChartFormat::Svg,
+        }
+    }
+}
+
 /// Flags shared by `run` and `compare`.
 #[derive(Debug, Args)]
 pub(super) struct Common {
@@ -54,9 +73,12 @@ pub(super) struct Common {
     /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub(super) format: Format,
-    /// Skip the PNG charts.
+    /// Skip the charts.
     #[arg(long)]
     pub(super) no_charts: bool,
+    /// The charts' image format: png, or svg for slides (scales without blurring).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ChartFormatArg::Png)]
+    pub(super) chart_format: ChartFormatArg,
     /// Skip decisions.csv (one row per decision: large for long runs).
     #[arg(long)]
     pub(super) no_decisions: bool,
@@ -185,6 +207,7 @@ pub(super) fn simulate(
         registry,
         metadata: Some(&metadata),
         decisions: decisions.as_deref(),
+        chart_format: common.chart_format.into(),
     };
     written.extend(report::write_run(&report, &out, options).context("cannot write the results")?);
     list_written(&out, &written, common.quiet);

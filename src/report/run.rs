@@ -9,9 +9,9 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::charts::{
-    ChartError, OverAdmissionChart, TimelineBucket, TimelineChart, TimelineLane, TimelineMarks,
-    TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart, render_over_admission,
-    render_timeline, render_window_counts, render_zoom,
+    AnyChart, ChartError, ChartFormat, OverAdmissionChart, TimelineBucket, TimelineChart,
+    TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart,
+    render_chart,
 };
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
 use super::html::{self, Figure};
@@ -124,6 +124,8 @@ pub struct WriteOptions<'a> {
     /// This run's `decisions.csv`, if it wrote one: the boundary zoom is read back
     /// from it (no zoom without it).
     pub decisions: Option<&'a Path>,
+    /// PNG (the default) or SVG charts.
+    pub chart_format: ChartFormat,
 }
 
 /// Writes `window_counts.csv`, `summary.csv`, `summary.json`, (optionally) the charts
@@ -180,28 +182,30 @@ fn write_charts(
         None => "Every decision over time, one lane per algorithm: admitted above, denied below.",
     };
     let timeline = one_client.unwrap_or_else(|| timeline_chart(report));
+    let format = options.chart_format;
+    let render = |chart: AnyChart<'_>, name: &str| render_chart(chart, &dir.join(name), format);
     let mut figures = vec![figure(
-        render_timeline(&timeline, &dir.join(super::TIMELINE_PNG))?,
+        render(AnyChart::Timeline(&timeline), super::TIMELINE_PNG)?,
         caption,
     )];
     if let Some(zoom) = zoom {
         figures.push(figure(
-            render_zoom(zoom, &dir.join(super::TIMELINE_ZOOM_PNG))?,
+            render(AnyChart::Zoom(zoom), super::TIMELINE_ZOOM_PNG)?,
             "The window edge where the worst over-admission happened, up close: each request \
              is its own mark, at the height of the client's count in the trailing window.",
         ));
     }
     figures.push(figure(
-        render_window_counts(
-            &window_count_chart(report, options.registry),
-            &dir.join(super::WINDOW_COUNTS_PNG),
+        render(
+            AnyChart::WindowCounts(&window_count_chart(report, options.registry)),
+            super::WINDOW_COUNTS_PNG,
         )?,
         "Admitted requests in the trailing window for the worst client, against the limit.",
     ));
     figures.push(figure(
-        render_over_admission(
-            &over_admission_chart(report),
-            &dir.join(super::OVER_ADMISSION_PNG),
+        render(
+            AnyChart::OverAdmission(&over_admission_chart(report)),
+            super::OVER_ADMISSION_PNG,
         )?,
         "The most admitted in any window, as a multiple of the limit.",
     ));

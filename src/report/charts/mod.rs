@@ -33,6 +33,7 @@ use thiserror::Error;
 
 use super::output::{OutputError, TempPath};
 
+mod format;
 mod frame;
 mod matrix;
 mod over_admission;
@@ -41,6 +42,7 @@ mod timeline;
 mod window_counts;
 mod zoom;
 
+pub use format::{AnyChart, ChartFormat, render_chart, render_svg_string};
 pub use matrix::{MatrixChart, draw_matrix, matrix_chart_size};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
 pub use palette::algorithm_color;
