@@ -1502,3 +1502,25 @@ fn chart_format_svg_writes_svg_charts_and_embeds_them_in_the_report() {
     let html = fs::read_to_string(t.path().join("s/report.html")).unwrap();
     assert_eq!(html.matches("src=\"data:image/svg+xml;base64,").count(), 4);
 }
+
+#[test]
+fn gif_writes_the_sliding_window_animation() {
+    let t = TestDir::new();
+    t.ok(&[
+        "run",
+        "scenarios/burst.toml",
+        "--gif",
+        "--no-charts",
+        "--no-decisions",
+        "--out",
+        "g",
+        "-q",
+    ]);
+    let bytes = fs::read(t.path().join("g/window_slide.gif")).unwrap();
+    assert_eq!(&bytes[..6], b"GIF89a");
+    let le16 = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]);
+    assert_eq!((le16(6), le16(8)), (1200, 560));
+    // One image descriptor per frame: far more than one frame.
+    let frames = bytes.windows(2).filter(|w| w == b"\x21\xf9").count();
+    assert!(frames > 20, "{frames} frames");
+}

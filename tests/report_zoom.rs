@@ -140,3 +140,30 @@ fn the_zoom_as_svg_names_the_nanosecond_and_every_count_as_text() {
         assert!(texts.contains(&label), "{label} not in {texts:?}");
     }
 }
+
+/// Writes three frames of the burst's animation as PNGs to look at:
+/// `cargo test --test report_zoom -- --ignored`
+#[test]
+#[ignore = "writes files outside the test's temporary directory"]
+fn write_animation_frames_for_viewing() {
+    use plotters::prelude::*;
+    use ratesim::report::charts::{draw_frame, register_fonts};
+    use ratesim::report::run::slide_animation;
+    register_fonts().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_burst(dir.path());
+    let animation = slide_animation(&run).unwrap();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let edge = animation.edge_ns;
+    for (name, t) in [
+        ("before", edge - 1),
+        ("edge", edge),
+        ("later", edge + 5_000_000_000),
+    ] {
+        let path = out.join(format!("slide_{name}.png"));
+        let root = BitMapBackend::new(&path, (1200, 560)).into_drawing_area();
+        draw_frame(&animation, t, &root).unwrap();
+        root.present().unwrap();
+        println!("{}", path.display());
+    }
+}

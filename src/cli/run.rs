@@ -76,6 +76,10 @@ pub(super) struct Common {
     /// Skip the charts.
     #[arg(long)]
     pub(super) no_charts: bool,
+    /// Also write window_slide.gif: the trailing window sliding across the window edge
+    /// where the worst over-admission happened, each algorithm's count as a bar.
+    #[arg(long)]
+    gif: bool,
     /// The charts' image format: png, or svg for slides (scales without blurring).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ChartFormatArg::Png)]
     pub(super) chart_format: ChartFormatArg,
@@ -210,6 +214,13 @@ pub(super) fn simulate(
         chart_format: common.chart_format.into(),
     };
     written.extend(report::write_run(&report, &out, options).context("cannot write the results")?);
+    if common.gif
+        && let Some(animation) = report::run::slide_animation(&report)
+    {
+        let path = out.join(report::WINDOW_SLIDE_GIF);
+        let gif = report::charts::render_slide_gif(&animation, &path);
+        written.push(gif.context("cannot write the animation")?);
+    }
     list_written(&out, &written, common.quiet);
     Ok(report)
 }

@@ -69,6 +69,9 @@ pub const SUMMARY_JSON: &str = "summary.json";
 pub const TIMELINE_PNG: &str = "timeline.png";
 /// File name of the boundary zoom: one client's decisions either side of the worst edge.
 pub const TIMELINE_ZOOM_PNG: &str = "timeline_zoom.png";
+/// File name of the animation `run --gif` writes: the trailing window sliding across
+/// the worst window edge.
+pub const WINDOW_SLIDE_GIF: &str = "window_slide.gif";
 /// File name of the trailing-window count chart.
 pub const WINDOW_COUNTS_PNG: &str = "window_counts.png";
 /// File name of the over-admission bar chart.

@@ -9,9 +9,9 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::charts::{
-    AnyChart, ChartError, ChartFormat, OverAdmissionChart, TimelineBucket, TimelineChart,
-    TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart,
-    render_chart,
+    AnyChart, ChartError, ChartFormat, OverAdmissionChart, SlideAnimation, SlideSeries,
+    TimelineBucket, TimelineChart, TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart,
+    WindowCountSeries, ZoomChart, render_chart,
 };
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
 use super::html::{self, Figure};
@@ -505,5 +505,48 @@ pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, Out
         ),
         limit: report.rule.max_requests,
         lanes,
+    })
+}
+
+/// The animation of the trailing window sliding across the edge where the worst
+/// over-admission happened, with each algorithm's count of the client it follows
+/// (`None` when nothing was admitted).
+pub fn slide_animation(report: &RunReport) -> Option<SlideAnimation> {
+    let window = report.rule.window;
+    let worst = report
+        .algorithms
+        .iter()
+        .filter(|a| a.metrics.max_in_window > 0)
+        .reduce(|best, a| {
+            if a.metrics.max_in_window > best.metrics.max_in_window {
+                a
+            } else {
+                best
+            }
+        })?;
+    let edge = zoom::nearest_boundary(zoom::first_peak(&worst.window_counts)?, window);
+    let series = report
+        .algorithms
+        .iter()
+        .map(|a| SlideSeries {
+            algorithm: a.name.clone(),
+            points: a
+                .window_counts
+                .iter()
+                .map(|s| (s.time.as_u64(), s.count))
+                .collect(),
+        })
+        .collect();
+    Some(SlideAnimation {
+        title: format!(
+            "{}: the trailing {} window sliding across the {} boundary",
+            report.scenario,
+            human_duration(window),
+            human_duration(edge)
+        ),
+        edge_ns: edge.as_u64(),
+        window_ns: window.as_u64(),
+        limit: report.rule.max_requests,
+        series,
     })
 }

@@ -33,6 +33,7 @@ use thiserror::Error;
 
 use super::output::{OutputError, TempPath};
 
+mod animation;
 mod format;
 mod frame;
 mod matrix;
@@ -42,6 +43,7 @@ mod timeline;
 mod window_counts;
 mod zoom;
 
+pub use animation::{SlideAnimation, SlideSeries, draw_frame, render_slide_gif};
 pub use format::{AnyChart, ChartFormat, render_chart, render_svg_string};
 pub use matrix::{MatrixChart, draw_matrix, matrix_chart_size};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
