@@ -7,8 +7,10 @@
 
 use std::path::Path;
 
+use super::charts::TimelineChart;
 use super::output::OutputError;
 use super::readback::scan_decisions;
+use super::run::{limit_text, timeline_chart, timeline_lane};
 use crate::sim::{RunReport, Timeline};
 
 /// True when the run is worth a one-client timeline: some algorithm held more than
@@ -56,4 +58,29 @@ fn label(algorithm: &str, key: Option<&str>) -> String {
         Some(key) => format!("{algorithm} · {key}"),
         None => algorithm.to_string(),
     }
+}
+
+/// The timeline of the client each algorithm's window counts follow, read back from
+/// this run's `decisions.csv`: what a run with many clients draws instead of every
+/// client's decisions at once.
+pub fn client_timeline_chart(
+    report: &RunReport,
+    decisions: &Path,
+) -> Result<TimelineChart, OutputError> {
+    let lanes = client_timelines(report, decisions)?
+        .into_iter()
+        .map(|(label, timeline)| {
+            let empty = || Timeline::new(report.duration);
+            timeline_lane(&label, &timeline.unwrap_or_else(empty), report.duration)
+        })
+        .collect();
+    Ok(TimelineChart {
+        title: format!(
+            "{}: one client's decisions over time (limit {})",
+            report.scenario,
+            limit_text(report)
+        ),
+        lanes,
+        ..timeline_chart(report)
+    })
 }

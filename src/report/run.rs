@@ -1,5 +1,6 @@
 //! From one simulator run to its files: `decisions.csv` (streamed while the engine
-//! runs), `window_counts.csv`, `summary.csv`/`summary.json` and the three charts.
+//! runs), `window_counts.csv`, `summary.csv`/`summary.json`, the charts and
+//! `report.html`.
 //!
 //! This is the glue between `sim`'s results and the pure writers and renderers of this
 //! layer. It reads a finished [`RunReport`]; it never drives the engine.
@@ -9,16 +10,18 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::charts::{
-    AnyChart, ChartError, ChartFormat, OverAdmissionChart, SlideAnimation, SlideSeries,
-    TimelineBucket, TimelineChart, TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart,
-    WindowCountSeries, ZoomChart, render_chart,
+    AnyChart, ChartError, ChartFormat, OverAdmissionChart, TimelineBucket, TimelineChart,
+    TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart,
+    render_chart,
 };
+use super::client_timeline;
+pub use super::client_timeline::client_timeline_chart;
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
 use super::html::{self, Figure};
 use super::metadata::{RunMetadata, write_run_json};
 use super::output::{AtomicFile, OutputError, TempPath};
 use super::summary::{RetryOutcome, SummaryRow};
-use super::{client_timeline, zoom};
+pub use super::zoom::{slide_animation, zoom_chart};
 use crate::registry::Registry;
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport, Timeline};
 use crate::time::Nanos;
@@ -280,12 +283,12 @@ pub fn summary_rows(report: &RunReport) -> Vec<SummaryRow> {
         .collect()
 }
 
-fn secs(n: Nanos) -> f64 {
+pub(super) fn secs(n: Nanos) -> f64 {
     n.as_secs_f64()
 }
 
 /// "5 per 10 s", for chart titles.
-fn limit_text(report: &RunReport) -> String {
+pub(super) fn limit_text(report: &RunReport) -> String {
     format!(
         "{} per {}",
         report.rule.max_requests,
@@ -294,7 +297,7 @@ fn limit_text(report: &RunReport) -> String {
 }
 
 /// A duration as people write it: `10 s`, `250 ms`, `1.5 s`.
-fn human_duration(n: Nanos) -> String {
+pub(super) fn human_duration(n: Nanos) -> String {
     let ns = n.as_u64();
     if ns >= 1_000_000_000 || ns == 0 {
         format!("{} s", n.to_decimal_secs())
@@ -309,7 +312,7 @@ fn human_duration(n: Nanos) -> String {
 /// timeline shows bars whose height is the count per bucket.
 const TICKS_UP_TO: u64 = 5_000;
 
-fn timeline_lane(name: &str, t: &Timeline, duration: Nanos) -> TimelineLane {
+pub(super) fn timeline_lane(name: &str, t: &Timeline, duration: Nanos) -> TimelineLane {
     let bucket = t.bucket.as_u64();
     let decisions: u64 = t.allowed.iter().chain(&t.denied).sum();
     let start = |i: usize| secs(Nanos::new(bucket.saturating_mul(i as u64)));
@@ -364,31 +367,6 @@ pub fn timeline_chart(report: &RunReport) -> TimelineChart {
             .map(|a| timeline_lane(&a.name, &a.timeline, report.duration))
             .collect(),
     }
-}
-
-/// The timeline of the client each algorithm's window counts follow, read back from
-/// this run's `decisions.csv`: what a run with many clients draws instead of every
-/// client's decisions at once.
-pub fn client_timeline_chart(
-    report: &RunReport,
-    decisions: &Path,
-) -> Result<TimelineChart, OutputError> {
-    let lanes = client_timeline::client_timelines(report, decisions)?
-        .into_iter()
-        .map(|(label, timeline)| {
-            let empty = || Timeline::new(report.duration);
-            timeline_lane(&label, &timeline.unwrap_or_else(empty), report.duration)
-        })
-        .collect();
-    Ok(TimelineChart {
-        title: format!(
-            "{}: one client's decisions over time (limit {})",
-            report.scenario,
-            limit_text(report)
-        ),
-        lanes,
-        ..timeline_chart(report)
-    })
 }
 
 /// The worst key's trailing-window admitted count per algorithm, against the limit;
@@ -459,94 +437,4 @@ pub fn over_admission_chart(report: &RunReport) -> OverAdmissionChart {
             .map(|a| (a.name.clone(), a.metrics.over_admission))
             .collect(),
     }
-}
-
-/// The boundary zoom: the worst algorithm's worst client (the one its window-count
-/// panel shows) around the window edge nearest its highest count, in every algorithm,
-/// read back from this run's `decisions.csv`.
-pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, OutputError> {
-    let window = report.rule.window;
-    let worst = report
-        .algorithms
-        .iter()
-        .filter(|a| a.metrics.max_in_window > 0)
-        // The first of equals.
-        .reduce(|best, a| {
-            if a.metrics.max_in_window > best.metrics.max_in_window {
-                a
-            } else {
-                best
-            }
-        });
-    let found = worst.and_then(|a| {
-        let edge = zoom::nearest_boundary(zoom::first_peak(&a.window_counts)?, window);
-        Some((a.window_key.clone()?, edge))
-    });
-    let Some((key, edge)) = found else {
-        return Ok(ZoomChart {
-            title: format!("{}: nothing admitted, nothing to zoom on", report.scenario),
-            x_desc: String::new(),
-            limit: report.rule.max_requests,
-            lanes: Vec::new(),
-        });
-    };
-    let names: Vec<&str> = report.algorithms.iter().map(|a| a.name.as_str()).collect();
-    let lanes = zoom::read_zoom(decisions, &names, &key, edge, window)?;
-    Ok(ZoomChart {
-        title: format!(
-            "{}: the {} boundary up close (limit {})",
-            report.scenario,
-            human_duration(edge),
-            limit_text(report)
-        ),
-        x_desc: format!(
-            "{key}'s requests in order (each its own column), labelled with their time from the {} boundary",
-            human_duration(edge)
-        ),
-        limit: report.rule.max_requests,
-        lanes,
-    })
-}
-
-/// The animation of the trailing window sliding across the edge where the worst
-/// over-admission happened, with each algorithm's count of the client it follows
-/// (`None` when nothing was admitted).
-pub fn slide_animation(report: &RunReport) -> Option<SlideAnimation> {
-    let window = report.rule.window;
-    let worst = report
-        .algorithms
-        .iter()
-        .filter(|a| a.metrics.max_in_window > 0)
-        .reduce(|best, a| {
-            if a.metrics.max_in_window > best.metrics.max_in_window {
-                a
-            } else {
-                best
-            }
-        })?;
-    let edge = zoom::nearest_boundary(zoom::first_peak(&worst.window_counts)?, window);
-    let series = report
-        .algorithms
-        .iter()
-        .map(|a| SlideSeries {
-            algorithm: a.name.clone(),
-            points: a
-                .window_counts
-                .iter()
-                .map(|s| (s.time.as_u64(), s.count))
-                .collect(),
-        })
-        .collect();
-    Some(SlideAnimation {
-        title: format!(
-            "{}: the trailing {} window sliding across the {} boundary",
-            report.scenario,
-            human_duration(window),
-            human_duration(edge)
-        ),
-        edge_ns: edge.as_u64(),
-        window_ns: window.as_u64(),
-        limit: report.rule.max_requests,
-        series,
-    })
 }

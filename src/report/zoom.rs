@@ -1,6 +1,6 @@
-//! The boundary zoom's data: one client's decisions on either side of one window edge,
+//! The boundary zoom's data (one client's decisions on either side of one window edge,
 //! each with the client's trailing-window admitted count after it, read back from
-//! `decisions.csv`.
+//! `decisions.csv`), and which edge it and the animation show.
 //!
 //! Why from the file: which edge to zoom on (where the worst over-admission happened)
 //! and which client are known only once the run is over, and the simulator keeps no
@@ -13,10 +13,11 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use super::charts::{ZoomLane, ZoomMark};
+use super::charts::{SlideAnimation, SlideSeries, ZoomChart, ZoomLane, ZoomMark};
 use super::output::OutputError;
 use super::readback::scan_decisions;
-use crate::sim::WindowSample;
+use super::run::{human_duration, limit_text};
+use crate::sim::{AlgorithmReport, RunReport, WindowSample};
 use crate::time::Nanos;
 
 /// At most this many decisions on each side of the edge, per algorithm: enough for
@@ -120,6 +121,89 @@ pub fn read_zoom(
         lanes[i].decide(d.time, d.cost, d.allowed, edge, window);
     })?;
     Ok(lanes.into_iter().map(LaneBuilder::finish).collect())
+}
+
+/// The algorithm that admitted the most in one window (the first of equals) and the
+/// window boundary nearest the instant its followed client first reached its highest
+/// count: the edge the zoom and the animation show.
+fn worst_edge(report: &RunReport) -> Option<(&AlgorithmReport, Nanos)> {
+    let worst = report
+        .algorithms
+        .iter()
+        .filter(|a| a.metrics.max_in_window > 0)
+        .reduce(|best, a| {
+            if a.metrics.max_in_window > best.metrics.max_in_window {
+                a
+            } else {
+                best
+            }
+        })?;
+    let peak = first_peak(&worst.window_counts)?;
+    Some((worst, nearest_boundary(peak, report.rule.window)))
+}
+
+/// The boundary zoom: the worst algorithm's worst client (the one its window-count
+/// panel shows) around the window edge nearest its highest count, in every algorithm,
+/// read back from this run's `decisions.csv`.
+pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, OutputError> {
+    let window = report.rule.window;
+    let found = worst_edge(report).and_then(|(a, edge)| Some((a.window_key.clone()?, edge)));
+    let Some((key, edge)) = found else {
+        return Ok(ZoomChart {
+            title: format!("{}: nothing admitted, nothing to zoom on", report.scenario),
+            x_desc: String::new(),
+            limit: report.rule.max_requests,
+            lanes: Vec::new(),
+        });
+    };
+    let names: Vec<&str> = report.algorithms.iter().map(|a| a.name.as_str()).collect();
+    let lanes = read_zoom(decisions, &names, &key, edge, window)?;
+    Ok(ZoomChart {
+        title: format!(
+            "{}: the {} boundary up close (limit {})",
+            report.scenario,
+            human_duration(edge),
+            limit_text(report)
+        ),
+        x_desc: format!(
+            "{key}'s requests in order (each its own column), labelled with their time from the {} boundary",
+            human_duration(edge)
+        ),
+        limit: report.rule.max_requests,
+        lanes,
+    })
+}
+
+/// The animation of the trailing window sliding across the edge where the worst
+/// over-admission happened, with each algorithm's count of the client it follows
+/// (`None` when nothing was admitted).
+pub fn slide_animation(report: &RunReport) -> Option<SlideAnimation> {
+    let window = report.rule.window;
+    let (_, edge) = worst_edge(report)?;
+    let series = report
+        .algorithms
+        .iter()
+        .map(|a| SlideSeries {
+            algorithm: a.name.clone(),
+            points: a
+                .window_counts
+                .iter()
+                .map(|s| (s.time.as_u64(), s.count))
+                .collect(),
+        })
+        .collect();
+    Some(SlideAnimation {
+        title: format!(
+            "{}: the trailing {} window sliding across the {} boundary",
+            report.scenario,
+            human_duration(window),
+            human_duration(edge)
+        ),
+        edge_ns: edge.as_u64(),
+        window_ns: window.as_u64(),
+        limit: report.rule.max_requests,
+        series,
+    })
 }
 
 #[cfg(test)]
