@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 
 scenario=${1:-scenarios/burst.toml}
 shot=${2:-target/report-html/report.png}
+case $shot in /*) ;; *) shot="$PWD/$shot" ;; esac
 out=target/report-html/run
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
@@ -23,9 +24,8 @@ cargo run --quiet --release -- run "$scenario" --out "$out" --quiet >/dev/null
 mkdir -p "$(dirname "$shot")"
 rm -f "$shot"
 # A tall window: the page is read top to bottom, charts and all, in one image.
-"$browser" --headless --no-sandbox --disable-gpu --disable-javascript \
-    --blink-settings=scriptEnabled=false --proxy-server=127.0.0.1:9 \
-    --hide-scrollbars --window-size=1280,6000 \
+"$browser" --headless --no-sandbox --disable-gpu --disable-javascript --proxy-server=127.0.0.1:9 \
+    --hide-scrollbars --window-size=1280,4600 \
     --screenshot="$shot" "file://$PWD/$out/report.html" 2>/dev/null
 test -s "$shot"
 echo "check-html: $out/report.html -> $shot"

@@ -285,7 +285,7 @@ fn panel_label(algorithm: &str, marks: &[ZoomMark], limit: u64) -> String {
         format!("at most {high} in a window, within the limit")
     };
     format!(
-        "{}: {admitted} admitted, {denied} denied; {verdict}",
+        "{}: here {admitted} admitted, {denied} denied; {verdict}",
         display_name(algorithm)
     )
 }
@@ -343,7 +343,7 @@ mod tests {
             .collect();
         assert_eq!(
             panel_label("fixed_window", &marks, 5),
-            "fixed_window: 10 admitted, 0 denied; 10 in one window = 2.00× the limit"
+            "fixed_window: here 10 admitted, 0 denied; 10 in one window = 2.00× the limit"
         );
     }
 }
