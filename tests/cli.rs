@@ -1524,3 +1524,16 @@ fn gif_writes_the_sliding_window_animation() {
     let frames = bytes.windows(2).filter(|w| w == b"\x21\xf9").count();
     assert!(frames > 20, "{frames} frames");
 }
+
+#[test]
+fn compare_takes_key_for_every_scenario_it_runs() {
+    let t = TestDir::new();
+    t.write("three.toml", THREE_CLIENTS);
+    let args = ["compare", "--scenario", "three.toml", "--key", "client-1"];
+    t.ok(&[&args[..], &["--out", "c", "-q", "--no-charts"]].concat());
+    let csv = fs::read_to_string(t.path().join("c/three/window_counts.csv")).unwrap();
+    assert!(
+        csv.lines().skip(1).all(|l| l.contains(",client-1,")),
+        "{csv}"
+    );
+}
