@@ -95,14 +95,16 @@ fn describe(args: &[&str], out: &Output) -> String {
     )
 }
 
-const EVERY_FILE: [&str; 8] = [
+const EVERY_FILE: [&str; 10] = [
     "decisions.csv",
     "window_counts.csv",
     "summary.csv",
     "summary.json",
     "timeline.png",
+    "timeline_zoom.png",
     "window_counts.png",
     "over_admission.png",
+    "report.html",
     "run.json",
 ];
 
@@ -487,6 +489,29 @@ fn compare_writes_under_output_compare_with_its_matrix() {
         "{matrix}"
     );
     assert_eq!(lines[2], "sliding_window_log,1.0,1.0,1.0", "{matrix}");
+    assert!(
+        !t.path()
+            .join("output/compare/over_admission_matrix.png")
+            .exists(),
+        "--no-charts"
+    );
+}
+
+#[test]
+fn compare_draws_its_matrix_beside_the_csv() {
+    let t = TestDir::new();
+    t.ok(&[
+        "compare",
+        "--algos",
+        "fixed_window,sliding_window_log",
+        "-q",
+        "--no-decisions",
+        "--out",
+        "c",
+    ]);
+    let bytes = fs::read(t.path().join("c/over_admission_matrix.png")).unwrap();
+    let (w, h) = png_size(&bytes);
+    assert!(w >= 1000 && h >= 300, "{w}x{h}");
 }
 
 #[test]
@@ -645,7 +670,7 @@ fn help_describes_only_what_each_command_does() {
     assert!(
         compare.contains(
             "each scenario's files go to <DIR>/<scenario>/, the over-admission matrix to \
-             <DIR>/over_admission_matrix.csv [default: output/compare]"
+             <DIR>/over_admission_matrix.csv and .png [default: output/compare]"
         ),
         "{compare}"
     );
@@ -1399,4 +1424,116 @@ fn compare_limit_warns_when_a_run_is_shorter_than_two_of_its_windows() {
         .collect();
     assert_eq!(warned.len(), 1, "only burst (60 s) is too short: {stderr}");
     assert!(warned[0].contains("burst: the run lasts 1m"), "{stderr}");
+}
+
+/// Three clients, each bursting at every boundary; client-1 alone sends more.
+const THREE_CLIENTS: &str = r#"
+name = "three"
+duration = "30s"
+algorithms = ["fixed_window", "sliding_window_log"]
+[limit]
+max_requests = 5
+window = "10s"
+[[traffic]]
+kind = "boundary_burst"
+size = 5
+spread = 0
+keys = 3
+"#;
+
+#[test]
+fn key_picks_the_client_every_keyed_chart_and_window_counts_csv_follow() {
+    let t = TestDir::new();
+    t.write("three.toml", THREE_CLIENTS);
+    t.ok(&["run", "three.toml", "--key", "client-2", "--out", "k", "-q"]);
+    let csv = fs::read_to_string(t.path().join("k/window_counts.csv")).unwrap();
+    let keys: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    assert!(
+        !keys.is_empty() && keys.iter().all(|&k| k == "client-2"),
+        "{csv}"
+    );
+    assert!(t.path().join("k/timeline_zoom.png").exists());
+}
+
+#[test]
+fn an_unknown_key_is_refused_naming_the_closest_clients() {
+    let t = TestDir::new();
+    t.write("three.toml", THREE_CLIENTS);
+    let args = ["run", "three.toml", "--key", "client-7", "--out", "k", "-q"];
+    let out = t.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no client named `client-7`")
+            && stderr.contains("did you mean `client-0`, `client-1`, `client-2`?"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn chart_format_svg_writes_svg_charts_and_embeds_them_in_the_report() {
+    let t = TestDir::new();
+    t.ok(&[
+        "run",
+        "scenarios/burst.toml",
+        "--chart-format",
+        "svg",
+        "--out",
+        "s",
+        "-q",
+    ]);
+    for chart in [
+        "timeline",
+        "timeline_zoom",
+        "window_counts",
+        "over_admission",
+    ] {
+        let svg = fs::read_to_string(t.path().join("s").join(format!("{chart}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{chart}");
+        assert!(
+            !t.path().join("s").join(format!("{chart}.png")).exists(),
+            "{chart}"
+        );
+    }
+    let html = fs::read_to_string(t.path().join("s/report.html")).unwrap();
+    assert_eq!(html.matches("src=\"data:image/svg+xml;base64,").count(), 4);
+}
+
+#[test]
+fn gif_writes_the_sliding_window_animation() {
+    let t = TestDir::new();
+    t.ok(&[
+        "run",
+        "scenarios/burst.toml",
+        "--gif",
+        "--no-charts",
+        "--no-decisions",
+        "--out",
+        "g",
+        "-q",
+    ]);
+    let bytes = fs::read(t.path().join("g/window_slide.gif")).unwrap();
+    assert_eq!(&bytes[..6], b"GIF89a");
+    let le16 = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]);
+    assert_eq!((le16(6), le16(8)), (1200, 560));
+    // One image descriptor per frame: far more than one frame.
+    let frames = bytes.windows(2).filter(|w| w == b"\x21\xf9").count();
+    assert!(frames > 20, "{frames} frames");
+}
+
+#[test]
+fn compare_takes_key_for_every_scenario_it_runs() {
+    let t = TestDir::new();
+    t.write("three.toml", THREE_CLIENTS);
+    let args = ["compare", "--scenario", "three.toml", "--key", "client-1"];
+    t.ok(&[&args[..], &["--out", "c", "-q", "--no-charts"]].concat());
+    let csv = fs::read_to_string(t.path().join("c/three/window_counts.csv")).unwrap();
+    assert!(
+        csv.lines().skip(1).all(|l| l.contains(",client-1,")),
+        "{csv}"
+    );
 }

@@ -165,6 +165,8 @@ fn a_registered_algorithm_runs_through_the_simulator_the_reports_and_a_chart() {
             charts: true,
             registry: &registry,
             metadata: None,
+            decisions: None,
+            chart_format: Default::default(),
         },
     )
     .unwrap();

@@ -488,3 +488,26 @@ fn write_charts_for_viewing() {
     };
     render_timeline(&big, &dir.join("timeline_binned.png")).unwrap();
 }
+
+#[test]
+fn a_tick_at_the_very_end_of_the_timeline_is_drawn_whole() {
+    let green_of = |time_s: f64| {
+        let chart = TimelineChart {
+            title: "edge".into(),
+            duration_s: 60.0,
+            window_s: None,
+            lanes: vec![TimelineLane {
+                algorithm: "fixed_window".into(),
+                marks: TimelineMarks::Points(vec![TimelinePoint {
+                    time_s,
+                    allowed: true,
+                }]),
+            }],
+        };
+        pixels_of(&render_timeline_rgb(&chart).unwrap(), (26, 150, 65))
+    };
+    let middle = green_of(30.0);
+    assert!(middle > 0);
+    // A guard: the axis has room past its end so no mark there is cut by the edge.
+    assert!(green_of(60.0) >= middle, "{} < {middle}", green_of(60.0));
+}

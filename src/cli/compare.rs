@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use ratesim::report::ScenarioSource;
+use ratesim::report::charts::{AnyChart, render_chart};
 use ratesim::sim::Scenario;
 use ratesim::{Registry, bundled, report};
 
@@ -27,7 +28,7 @@ pub(super) struct CompareArgs {
     #[arg(long = "scenario", value_name = "FILE")]
     scenarios: Vec<PathBuf>,
     /// Output root: each scenario's files go to <DIR>/<scenario>/, the over-admission
-    /// matrix to <DIR>/over_admission_matrix.csv [default: output/compare].
+    /// matrix to <DIR>/over_admission_matrix.csv and .png [default: output/compare].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -60,8 +61,18 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
     let matrix = report::comparison_csv(&reports).context("cannot format the matrix")?;
     let written = report::write_text(&root.join(report::OVER_ADMISSION_MATRIX_CSV), &matrix)
         .context("cannot write the results")?;
+    let mut written = vec![written];
+    if !args.common.no_charts {
+        let chart = report::comparison_chart(&reports);
+        let path = root.join(report::OVER_ADMISSION_MATRIX_PNG);
+        let format = args.common.chart_format.into();
+        let drawn = render_chart(AnyChart::Matrix(&chart), &path, format);
+        written.push(drawn.context("cannot draw the matrix")?);
+    }
     if !args.common.quiet {
-        eprintln!("wrote {}", written.display());
+        for path in written {
+            eprintln!("wrote {}", path.display());
+        }
     }
     print_summary(&reports, args.common.format)
 }

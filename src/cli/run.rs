@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use ratesim::report::charts::ChartFormat;
 use ratesim::report::{
     self, DecisionParts, Progress, RunMetadata, ScenarioSource, TableOptions, WriteOptions,
 };
@@ -33,6 +34,24 @@ pub(super) struct RunArgs {
     common: Common,
 }
 
+/// `--chart-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ChartFormatArg {
+    /// PNG images.
+    Png,
+    /// SVG images.
+    Svg,
+}
+
+impl From<ChartFormatArg> for ChartFormat {
+    fn from(arg: ChartFormatArg) -> ChartFormat {
+        match arg {
+            ChartFormatArg::Png => ChartFormat::Png,
+            ChartFormatArg::Svg => ChartFormat::Svg,
+        }
+    }
+}
+
 /// Flags shared by `run` and `compare`.
 #[derive(Debug, Args)]
 pub(super) struct Common {
@@ -46,13 +65,24 @@ pub(super) struct Common {
     /// 10/250ms); boundary bursts of the old limit's size follow the new one.
     #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
     pub(super) limit: Option<Rule>,
+    /// The client the keyed charts follow (window counts, the boundary zoom) [default:
+    /// each algorithm's worst client]; a name no request used is an error.
+    #[arg(long, value_name = "CLIENT")]
+    key: Option<String>,
     /// How to print the summary on stdout (csv and json: the rows of summary.csv and
     /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub(super) format: Format,
-    /// Skip the PNG charts.
+    /// Skip the charts.
     #[arg(long)]
-    no_charts: bool,
+    pub(super) no_charts: bool,
+    /// Also write window_slide.gif: the trailing window sliding across the window edge
+    /// where the worst over-admission happened, each algorithm's count as a bar.
+    #[arg(long)]
+    gif: bool,
+    /// The charts' image format: png, or svg for slides (scales without blurring).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ChartFormatArg::Png)]
+    pub(super) chart_format: ChartFormatArg,
     /// Skip decisions.csv (one row per decision: large for long runs).
     #[arg(long)]
     pub(super) no_decisions: bool,
@@ -112,6 +142,7 @@ pub(super) fn apply_overrides(
     if let Some(seed) = common.seed {
         scenario.seed = seed;
     }
+    scenario.chart_key.clone_from(&common.key);
     if let Some(algos) = &common.algos {
         scenario
             .set_algorithms(algos_flag(algos)?, registry)
@@ -173,13 +204,23 @@ pub(super) fn simulate(
     if let Some(parts) = parts {
         written.push(parts.finish().context("cannot write decisions.csv")?);
     }
+    let decisions = written.first().cloned();
     let metadata = RunMetadata::new(&report, source, std::env::args().collect());
     let options = WriteOptions {
         charts: !common.no_charts,
         registry,
         metadata: Some(&metadata),
+        decisions: decisions.as_deref(),
+        chart_format: common.chart_format.into(),
     };
     written.extend(report::write_run(&report, &out, options).context("cannot write the results")?);
+    if common.gif
+        && let Some(animation) = report::run::slide_animation(&report)
+    {
+        let path = out.join(report::WINDOW_SLIDE_GIF);
+        let gif = report::charts::render_slide_gif(&animation, &path);
+        written.push(gif.context("cannot write the animation")?);
+    }
     list_written(&out, &written, common.quiet);
     Ok(report)
 }

@@ -42,16 +42,20 @@
 
 pub mod analysis;
 pub mod charts;
+pub mod client_timeline;
 pub mod csvout;
+pub mod html;
 pub mod listing;
 pub mod metadata;
 pub mod output;
 pub mod preflight;
 pub mod progress;
+pub mod readback;
 pub mod run;
 pub mod runs;
 pub mod summary;
 pub mod table;
+pub mod zoom;
 
 /// File name of the per-decision CSV.
 pub const DECISIONS_CSV: &str = "decisions.csv";
@@ -63,31 +67,43 @@ pub const SUMMARY_CSV: &str = "summary.csv";
 pub const SUMMARY_JSON: &str = "summary.json";
 /// File name of the timeline chart.
 pub const TIMELINE_PNG: &str = "timeline.png";
+/// File name of the boundary zoom: one client's decisions either side of the worst edge.
+pub const TIMELINE_ZOOM_PNG: &str = "timeline_zoom.png";
+/// File name of the animation `run --gif` writes: the trailing window sliding across
+/// the worst window edge.
+pub const WINDOW_SLIDE_GIF: &str = "window_slide.gif";
 /// File name of the trailing-window count chart.
 pub const WINDOW_COUNTS_PNG: &str = "window_counts.png";
 /// File name of the over-admission bar chart.
 pub const OVER_ADMISSION_PNG: &str = "over_admission.png";
+/// File name of the self-contained HTML report (summary, sentences, every chart).
+pub const REPORT_HTML: &str = "report.html";
 /// File name of what produced the folder (scenario, limits, command line, version).
 pub const RUN_JSON: &str = "run.json";
 /// File name of `compare`'s over-admission matrix, beside the runs' folders.
 pub const OVER_ADMISSION_MATRIX_CSV: &str = "over_admission_matrix.csv";
+/// File name of `compare`'s over-admission matrix chart, beside the CSV.
+pub const OVER_ADMISSION_MATRIX_PNG: &str = "over_admission_matrix.png";
 /// Every file a run writes into its output directory.
-pub const OUTPUT_FILES: [&str; 8] = [
+pub const OUTPUT_FILES: [&str; 10] = [
     DECISIONS_CSV,
     WINDOW_COUNTS_CSV,
     SUMMARY_CSV,
     SUMMARY_JSON,
     TIMELINE_PNG,
+    TIMELINE_ZOOM_PNG,
     WINDOW_COUNTS_PNG,
     OVER_ADMISSION_PNG,
+    REPORT_HTML,
     RUN_JSON,
 ];
 
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
 pub use charts::{
     ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
-    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, register_fonts,
-    render_over_admission, render_timeline, render_window_counts,
+    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart, ZoomLane,
+    ZoomMark, register_fonts, render_over_admission, render_timeline, render_window_counts,
+    render_zoom,
 };
 pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, csv_string,
@@ -101,7 +117,9 @@ pub use output::{
 pub use preflight::{short_run_warning, size_warning, validation_summary};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
-pub use runs::{comparison_csv, render_comparison, render_runs, summary_csv, summary_json};
+pub use runs::{
+    comparison_chart, comparison_csv, render_comparison, render_runs, summary_csv, summary_json,
+};
 pub use summary::{RetryOutcome, SummaryRow, format_ratio};
 pub use table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_rows, render_summary_table,

@@ -1,5 +1,6 @@
 //! From one simulator run to its files: `decisions.csv` (streamed while the engine
-//! runs), `window_counts.csv`, `summary.csv`/`summary.json` and the three charts.
+//! runs), `window_counts.csv`, `summary.csv`/`summary.json`, the charts and
+//! `report.html`.
 //!
 //! This is the glue between `sim`'s results and the pure writers and renderers of this
 //! layer. It reads a finished [`RunReport`]; it never drives the engine.
@@ -9,16 +10,20 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::charts::{
-    ChartError, OverAdmissionChart, TimelineBucket, TimelineChart, TimelineLane, TimelineMarks,
-    TimelinePoint, WindowCountChart, WindowCountSeries, render_over_admission, render_timeline,
-    render_window_counts,
+    AnyChart, ChartError, ChartFormat, OverAdmissionChart, TimelineBucket, TimelineChart,
+    TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart,
+    render_chart,
 };
+use super::client_timeline;
+pub use super::client_timeline::client_timeline_chart;
 use super::csvout::{DecisionCsvWriter, WindowCountRecord, WindowCountsCsvWriter, write_summary};
+use super::html::{self, Figure};
 use super::metadata::{RunMetadata, write_run_json};
 use super::output::{AtomicFile, OutputError, TempPath};
 use super::summary::{RetryOutcome, SummaryRow};
+pub use super::zoom::{slide_animation, zoom_chart};
 use crate::registry::Registry;
-use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport};
+use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, RunReport, Timeline};
 use crate::time::Nanos;
 
 /// Why writing a run's outputs failed.
@@ -119,6 +124,11 @@ pub struct WriteOptions<'a> {
     /// What produced the run, written last as `run.json` (so its presence marks a
     /// finished folder); `None` writes none.
     pub metadata: Option<&'a RunMetadata>,
+    /// This run's `decisions.csv`, if it wrote one: the boundary zoom is read back
+    /// from it (no zoom without it).
+    pub decisions: Option<&'a Path>,
+    /// PNG (the default) or SVG charts.
+    pub chart_format: ChartFormat,
 }
 
 /// Writes `window_counts.csv`, `summary.csv`, `summary.json`, (optionally) the charts
@@ -132,24 +142,77 @@ pub fn write_run(
     let metrics: Vec<_> = report.algorithms.iter().map(|a| &a.metrics).collect();
     let (csv, json) = write_summary(dir, &metrics)?;
     written.extend([csv, json]);
+    let zoom = options
+        .decisions
+        .map(|decisions| zoom_chart(report, decisions))
+        .transpose()?;
+    let mut figures = Vec::new();
     if options.charts {
-        written.push(render_timeline(
-            &timeline_chart(report),
-            &dir.join(super::TIMELINE_PNG),
-        )?);
-        written.push(render_window_counts(
-            &window_count_chart(report, options.registry),
-            &dir.join(super::WINDOW_COUNTS_PNG),
-        )?);
-        written.push(render_over_admission(
-            &over_admission_chart(report),
-            &dir.join(super::OVER_ADMISSION_PNG),
-        )?);
+        figures = write_charts(report, dir, &options, zoom.as_ref())?;
+        written.extend(figures.iter().map(|f| f.path.clone()));
     }
+    let lanes = zoom.map(|z| z.lanes).unwrap_or_default();
+    let sentences = html::sentences(report, &lanes);
+    written.push(html::write_html(dir, report, &sentences, &figures)?);
     if let Some(meta) = options.metadata {
         written.push(write_run_json(dir, meta)?);
     }
     Ok(written)
+}
+
+/// Renders the charts into `dir`, each with the caption the HTML report gives it.
+fn write_charts(
+    report: &RunReport,
+    dir: &Path,
+    options: &WriteOptions<'_>,
+    zoom: Option<&ZoomChart>,
+) -> Result<Vec<Figure>, ReportError> {
+    let figure = |path, caption: &str| Figure {
+        path,
+        caption: caption.to_string(),
+    };
+    let one_client = match options.decisions {
+        Some(d) if client_timeline::has_many_clients(report) => {
+            Some(client_timeline_chart(report, d)?)
+        }
+        _ => None,
+    };
+    let caption = match one_client {
+        Some(_) => {
+            "Decisions over time of the client each lane names (the one its window \
+                    counts follow): admitted above, denied below."
+        }
+        None => "Every decision over time, one lane per algorithm: admitted above, denied below.",
+    };
+    let timeline = one_client.unwrap_or_else(|| timeline_chart(report));
+    let format = options.chart_format;
+    let render = |chart: AnyChart<'_>, name: &str| render_chart(chart, &dir.join(name), format);
+    let mut figures = vec![figure(
+        render(AnyChart::Timeline(&timeline), super::TIMELINE_PNG)?,
+        caption,
+    )];
+    if let Some(zoom) = zoom {
+        figures.push(figure(
+            render(AnyChart::Zoom(zoom), super::TIMELINE_ZOOM_PNG)?,
+            "The window edge where the worst over-admission happened, up close: each request \
+             is its own mark, at the height of the client's count in the trailing window.",
+        ));
+    }
+    figures.push(figure(
+        render(
+            AnyChart::WindowCounts(&window_count_chart(report, options.registry)),
+            super::WINDOW_COUNTS_PNG,
+        )?,
+        "Admitted requests in the trailing window for the worst client, against the limit.",
+    ));
+    figures.push(figure(
+        render(
+            AnyChart::OverAdmission(&over_admission_chart(report)),
+            super::OVER_ADMISSION_PNG,
+        )?,
+        "The most admitted in any window, as a multiple of the limit.",
+    ));
+    Ok(figures)
 }
 
 /// The files a run writes into its output directory that are in `dir` but were not
@@ -171,7 +234,7 @@ fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, Output
         for sample in &a.window_counts {
             writer.write(&WindowCountRecord {
                 algorithm: &a.name,
-                key: a.metrics.worst_key.as_deref().unwrap_or_default(),
+                key: a.window_key.as_deref().unwrap_or_default(),
                 time: sample.time,
                 count: sample.count,
             })?;
@@ -220,12 +283,12 @@ pub fn summary_rows(report: &RunReport) -> Vec<SummaryRow> {
         .collect()
 }
 
-fn secs(n: Nanos) -> f64 {
+pub(super) fn secs(n: Nanos) -> f64 {
     n.as_secs_f64()
 }
 
 /// "5 per 10 s", for chart titles.
-fn limit_text(report: &RunReport) -> String {
+pub(super) fn limit_text(report: &RunReport) -> String {
     format!(
         "{} per {}",
         report.rule.max_requests,
@@ -234,7 +297,7 @@ fn limit_text(report: &RunReport) -> String {
 }
 
 /// A duration as people write it: `10 s`, `250 ms`, `1.5 s`.
-fn human_duration(n: Nanos) -> String {
+pub(super) fn human_duration(n: Nanos) -> String {
     let ns = n.as_u64();
     if ns >= 1_000_000_000 || ns == 0 {
         format!("{} s", n.to_decimal_secs())
@@ -249,8 +312,7 @@ fn human_duration(n: Nanos) -> String {
 /// timeline shows bars whose height is the count per bucket.
 const TICKS_UP_TO: u64 = 5_000;
 
-fn timeline_lane(a: &AlgorithmReport, duration: Nanos) -> TimelineLane {
-    let t = &a.timeline;
+pub(super) fn timeline_lane(name: &str, t: &Timeline, duration: Nanos) -> TimelineLane {
     let bucket = t.bucket.as_u64();
     let decisions: u64 = t.allowed.iter().chain(&t.denied).sum();
     let start = |i: usize| secs(Nanos::new(bucket.saturating_mul(i as u64)));
@@ -284,7 +346,7 @@ fn timeline_lane(a: &AlgorithmReport, duration: Nanos) -> TimelineLane {
         TimelineMarks::Buckets(buckets)
     };
     TimelineLane {
-        algorithm: a.name.clone(),
+        algorithm: name.to_string(),
         marks,
     }
 }
@@ -302,7 +364,7 @@ pub fn timeline_chart(report: &RunReport) -> TimelineChart {
         lanes: report
             .algorithms
             .iter()
-            .map(|a| timeline_lane(a, report.duration))
+            .map(|a| timeline_lane(&a.name, &a.timeline, report.duration))
             .collect(),
     }
 }
@@ -313,9 +375,10 @@ pub fn timeline_chart(report: &RunReport) -> TimelineChart {
 pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCountChart {
     WindowCountChart {
         title: format!(
-            "{}: admitted requests in the trailing {} window (worst key)",
+            "{}: admitted requests in the trailing {} window ({})",
             report.scenario,
-            human_duration(report.rule.window)
+            human_duration(report.rule.window),
+            followed_clients(report)
         ),
         duration_s: secs(report.duration),
         window_s: Some(secs(report.rule.window)),
@@ -326,7 +389,7 @@ pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCoun
             .enumerate()
             .map(|(i, a)| WindowCountSeries {
                 algorithm: a.name.clone(),
-                key: a.metrics.worst_key.clone(),
+                key: a.window_key.clone(),
                 color_slot: registry
                     .position(&a.name)
                     .unwrap_or(registry.names().count() + i),
@@ -337,6 +400,25 @@ pub fn window_count_chart(report: &RunReport, registry: &Registry) -> WindowCoun
                     .collect(),
             })
             .collect(),
+    }
+}
+
+/// Which client the window-count panels follow, for the title: each algorithm's worst
+/// one, or the one `--key` chose.
+fn followed_clients(report: &RunReport) -> String {
+    let worst = |a: &AlgorithmReport| a.window_key.is_none() || a.window_key == a.metrics.worst_key;
+    let first = report.algorithms.first().and_then(|a| a.window_key.clone());
+    match first {
+        _ if report.algorithms.iter().all(worst) => "worst key".to_string(),
+        Some(key)
+            if report
+                .algorithms
+                .iter()
+                .all(|a| a.window_key.as_ref() == Some(&key)) =>
+        {
+            format!("key {key}")
+        }
+        _ => "the key each panel names".to_string(),
     }
 }
 

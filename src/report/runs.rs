@@ -86,6 +86,16 @@ pub fn comparison_csv(reports: &[RunReport]) -> Result<String, csv::Error> {
     String::from_utf8(bytes).map_err(|e| csv::Error::from(std::io::Error::other(e)))
 }
 
+/// The over-admission matrix as a chart input (the numbers of [`comparison_csv`]).
+pub fn comparison_chart(reports: &[RunReport]) -> super::charts::MatrixChart {
+    let (columns, rows) = over_admission_matrix(reports);
+    super::charts::MatrixChart {
+        title: "over-admission by algorithm and scenario".to_string(),
+        columns,
+        rows,
+    }
+}
+
 /// The runs' scenario names, and per algorithm (in order of first appearance) its
 /// over-admission in each run (NaN where it did not run).
 fn over_admission_matrix(reports: &[RunReport]) -> (Vec<String>, Vec<(String, Vec<f64>)>) {

@@ -125,6 +125,14 @@ pub enum SimError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// `--key` names a client that sent nothing in this run.
+    #[error("--key: no client named `{key}` sent a request in this run; {hint}")]
+    UnknownKey {
+        /// The name asked for.
+        key: String,
+        /// Close matches, or examples of the names there are.
+        hint: String,
+    },
     /// An algorithm name the registry does not know.
     #[error(transparent)]
     UnknownAlgorithm(#[from] crate::registry::UnknownAlgorithm),
@@ -188,6 +196,8 @@ pub struct AlgorithmReport {
     /// The worst key's trailing-window admitted count over time (≤ [`WINDOW_SAMPLES`]
     /// points, each bucket's low and peak kept).
     pub window_counts: Vec<WindowSample>,
+    /// The client `window_counts` follows: the worst one, or the one `--key` chose.
+    pub window_key: Option<String>,
     /// Allowed/denied attempts over time (≤ [`TIMELINE_BUCKETS`] buckets).
     pub timeline: Timeline,
 }

@@ -82,6 +82,8 @@ pub(super) enum LegendMark {
     Dashed(RGBColor),
     Tick(RGBColor),
     Block(RGBColor),
+    Dot(RGBColor),
+    Cross(RGBColor),
 }
 
 /// Draws legend entries left to right from `(x, y)` (pixel coordinates, y = centre).
@@ -124,6 +126,18 @@ fn draw_legend_mark<DB: DrawingBackend>(
             [(x + 4, y - 9), (x + 26, y + 9)],
             color.filled(),
         )),
+        LegendMark::Dot(color) => area.draw(&Circle::new((x + 15, y), 6, color.filled())),
+        LegendMark::Cross(color) => {
+            let style = color.stroke_width(3);
+            area.draw(&PathElement::new(
+                vec![(x + 9, y - 6), (x + 21, y + 6)],
+                style,
+            ))?;
+            area.draw(&PathElement::new(
+                vec![(x + 9, y + 6), (x + 21, y - 6)],
+                style,
+            ))
+        }
     }
 }
 
@@ -176,12 +190,12 @@ pub(super) fn draw_lane_labels<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
-/// An algorithm's label: `(unnamed)` for an empty name, long names cut at 32 characters.
+/// An algorithm's label: `(unnamed)` for an empty name, long names cut at 40 characters.
 pub(super) fn display_name(name: &str) -> String {
     if name.is_empty() {
         "(unnamed)".to_string()
-    } else if name.chars().count() > 32 {
-        let short: String = name.chars().take(31).collect();
+    } else if name.chars().count() > 40 {
+        let short: String = name.chars().take(39).collect();
         format!("{short}…")
     } else {
         name.to_string()

@@ -33,12 +33,19 @@ use thiserror::Error;
 
 use super::output::{OutputError, TempPath};
 
+mod animation;
+mod format;
 mod frame;
+mod matrix;
 mod over_admission;
 mod palette;
 mod timeline;
 mod window_counts;
+mod zoom;
 
+pub use animation::{SlideAnimation, SlideSeries, draw_frame, render_slide_gif};
+pub use format::{AnyChart, ChartFormat, render_chart, render_svg_string};
+pub use matrix::{MatrixChart, draw_matrix, matrix_chart_size};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
 pub use palette::algorithm_color;
 pub use timeline::{
@@ -46,6 +53,7 @@ pub use timeline::{
     draw_timeline,
 };
 pub use window_counts::{WindowCountChart, WindowCountSeries, draw_window_counts};
+pub use zoom::{ZoomChart, ZoomLane, ZoomMark, draw_zoom, format_offset, zoom_chart_size};
 
 /// Width of every chart, in pixels.
 pub const CHART_WIDTH: u32 = 1200;
@@ -122,6 +130,30 @@ pub fn render_over_admission(
 ) -> Result<PathBuf, ChartError> {
     let size = lane_chart_size(input.bars.len());
     render_png(path, size, |root| draw_over_admission(input, root))
+}
+
+/// Writes the boundary zoom PNG to `path` atomically.
+pub fn render_zoom(input: &ZoomChart, path: &Path) -> Result<PathBuf, ChartError> {
+    render_png(path, zoom_chart_size(input), |root| draw_zoom(input, root))
+}
+
+/// Renders the boundary zoom into memory.
+pub fn render_zoom_rgb(input: &ZoomChart) -> Result<RgbImage, ChartError> {
+    render_rgb(zoom_chart_size(input), |root| draw_zoom(input, root))
+}
+
+/// Writes `compare`'s over-admission matrix PNG to `path` atomically.
+pub fn render_matrix(input: &MatrixChart, path: &Path) -> Result<PathBuf, ChartError> {
+    render_png(path, matrix_chart_size(input.rows.len()), |root| {
+        draw_matrix(input, root)
+    })
+}
+
+/// Renders the matrix into memory.
+pub fn render_matrix_rgb(input: &MatrixChart) -> Result<RgbImage, ChartError> {
+    render_rgb(matrix_chart_size(input.rows.len()), |root| {
+        draw_matrix(input, root)
+    })
 }
 
 /// Renders the timeline into memory (for tests and embedding).

@@ -164,7 +164,8 @@ pub fn draw_timeline<DB: DrawingBackend>(
     if names.is_empty() {
         return draw_nothing_to_show(&body);
     }
-    let mut chart = draw_axes(root, &body, &names, end)?;
+    let peak = bucket_peak(&input.lanes);
+    let mut chart = draw_axes(root, &body, &names, end, peak.is_some())?;
     draw_lane_backgrounds(&mut chart, names.len(), end)?;
     for x in boundaries(input.window_s, end) {
         chart.draw_series(iter::once(PathElement::new(
@@ -176,9 +177,52 @@ pub fn draw_timeline<DB: DrawingBackend>(
         let y = lane_base(i, names.len());
         match &lane.marks {
             TimelineMarks::Points(points) => draw_lane_ticks(&mut chart, points, y, end)?,
-            TimelineMarks::Buckets(buckets) => draw_lane_buckets(&mut chart, buckets, y, end)?,
+            TimelineMarks::Buckets(buckets) => {
+                let peak = peak.unwrap_or(1);
+                draw_lane_buckets(&mut chart, buckets, y, end, peak)?;
+                draw_bar_scale(root, &chart, y, end, peak)?;
+            }
         }
     }
+    Ok(())
+}
+
+/// The highest count of any bucket in any lane (`None` when no lane has buckets):
+/// every lane's bars share this scale, so lanes compare by height.
+fn bucket_peak(lanes: &[TimelineLane]) -> Option<u64> {
+    let mut peak = None;
+    for lane in lanes {
+        if let TimelineMarks::Buckets(buckets) = &lane.marks {
+            let high = buckets.iter().map(|b| b.allowed.max(b.denied)).max();
+            peak = Some(peak.unwrap_or(1).max(high.unwrap_or(1)).max(1));
+        }
+    }
+    peak
+}
+
+/// The bars' scale at the right of a lane: the shared peak at the top of the allowed
+/// bars and the bottom of the denied ones, 0 at the middle.
+fn draw_bar_scale<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &LaneChart<'_, DB>,
+    y: f64,
+    end: f64,
+    peak: u64,
+) -> DrawResult<DB> {
+    let x = end * 1.004;
+    let style = font(TICK_SIZE - 4).pos(Pos::new(HPos::Left, VPos::Center));
+    for (level, text) in [
+        (0.88, peak.to_string()),
+        (0.5, "0".into()),
+        (0.12, peak.to_string()),
+    ] {
+        let (px, py) = chart.backend_coord(&(x, y + level));
+        root.draw(&PathElement::new(vec![(px, py), (px + 5, py)], BLACK))?;
+        root.draw(&Text::new(text, (px + 8, py), style.clone()))?;
+    }
+    let (px, top) = chart.backend_coord(&(x, y + 0.88));
+    let (_, bottom) = chart.backend_coord(&(x, y + 0.12));
+    root.draw(&PathElement::new(vec![(px, top), (px, bottom)], BLACK))?;
     Ok(())
 }
 
@@ -220,7 +264,7 @@ fn draw_header<DB: DrawingBackend>(
     if let Some(width) = bar_width.filter(|w| w.is_finite() && *w > 0.0) {
         header.draw(&Text::new(
             format!(
-                "bar height = decisions per {} s bin",
+                "bar height = decisions per {} s bin (scale at right)",
                 format_seconds(width, width * 10.0)
             ),
             ((CHART_WIDTH - 40) as i32, 82),
@@ -236,14 +280,18 @@ fn draw_axes<'a, DB: DrawingBackend>(
     body: &'a DrawingArea<DB, Shift>,
     names: &[String],
     end: f64,
+    bars: bool,
 ) -> Result<LaneChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
     let label_width = label_area_width(body, names.iter().cloned())?;
+    // A little room past the end, so a mark at the very end is drawn whole rather
+    // than cut in half by the plot's edge; room at the right for the bars' scale.
+    let pad = end * 0.004;
     let mut chart = ChartBuilder::on(body)
-        .margin_right(30)
+        .margin_right(if bars { 80 } else { 30 })
         .margin_bottom(10)
         .x_label_area_size(70)
         .y_label_area_size(label_width)
-        .build_cartesian_2d(0.0..end, 0.0..names.len() as f64)?;
+        .build_cartesian_2d(0.0..end + pad, 0.0..names.len() as f64)?;
     let x_fmt = |v: &f64| format_seconds(*v, end);
     chart
         .configure_mesh()
@@ -306,19 +354,15 @@ fn draw_lane_ticks<DB: DrawingBackend>(
 }
 
 /// Bars for pre-counted buckets: allowed up from the lane's middle, denied down, both
-/// scaled to the lane's highest count.
+/// scaled to `peak` (the highest count of any lane), which the scale at the right shows.
 fn draw_lane_buckets<DB: DrawingBackend>(
     chart: &mut LaneChart<'_, DB>,
     buckets: &[TimelineBucket],
     y: f64,
     end: f64,
+    peak: u64,
 ) -> DrawResult<DB> {
-    let peak = buckets
-        .iter()
-        .map(|b| b.allowed.max(b.denied))
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
+    let peak = peak.max(1) as f64;
     let valid = |b: &&TimelineBucket| b.start_s.is_finite() && b.end_s.is_finite();
     let bars = buckets.iter().filter(valid).flat_map(|b| {
         let x0 = b.start_s.clamp(0.0, end);
@@ -347,6 +391,26 @@ fn draw_lane_buckets<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binned_lanes_share_one_scale_the_highest_bucket_of_any() {
+        let lane = |allowed, denied| TimelineLane {
+            algorithm: "a".into(),
+            marks: TimelineMarks::Buckets(vec![TimelineBucket {
+                start_s: 0.0,
+                end_s: 1.0,
+                allowed,
+                denied,
+            }]),
+        };
+        assert_eq!(bucket_peak(&[lane(3, 1), lane(2, 9)]), Some(9));
+        assert_eq!(bucket_peak(&[lane(0, 0)]), Some(1), "never a zero scale");
+        let points = TimelineLane {
+            algorithm: "b".into(),
+            marks: TimelineMarks::Points(Vec::new()),
+        };
+        assert_eq!(bucket_peak(&[points]), None, "ticks need no scale");
+    }
 
     #[test]
     fn binner_counts_every_decision_once() {

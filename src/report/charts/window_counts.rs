@@ -196,19 +196,22 @@ fn draw_panel_background<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Circles the series' first highest point when it is over the limit, and returns the
-/// panel's verdict: its peak against the limit.
+/// Circles the series' first highest point (where the peak happens, over the limit or
+/// not), and returns the panel's verdict: its peak against the limit.
 fn draw_peak<DB: DrawingBackend>(
     chart: &mut PanelChart<'_, DB>,
     points: &[(f64, u64)],
     axes: &Axes,
 ) -> Result<String, DrawingAreaErrorKind<DB::ErrorType>> {
     let limit = axes.limit;
-    Ok(match peak(points, axes.end) {
-        Some((t, count, held)) if count > limit && limit > 0 => {
-            chart.draw_series(iter::once(
-                EmptyElement::at((t, count as f64)) + Circle::new((0, 0), 5, BLACK.stroke_width(2)),
-            ))?;
+    let found = peak(points, axes.end);
+    if let Some((t, count, _)) = found {
+        chart.draw_series(iter::once(
+            EmptyElement::at((t, count as f64)) + Circle::new((0, 0), 5, BLACK.stroke_width(2)),
+        ))?;
+    }
+    Ok(match found {
+        Some((_, count, held)) if count > limit && limit > 0 => {
             format!(
                 "peaks at {count} = {} the limit of {limit}, for {}",
                 format_ratio(count as f64 / limit as f64),

@@ -56,7 +56,7 @@ pub(super) fn run_group<'a>(
     let mut again = Vec::new();
     let mut again_slots = Vec::new();
     for ((index, entry), outcome) in owners.into_iter().zip(first) {
-        let outcome = outcome.map(|o| {
+        let outcome = outcome.and_then(known_key).map(|o| {
             if let Some(d) = second_pass(scenario, entry, &o) {
                 again.push(d);
                 again_slots.push(results.len());
@@ -69,7 +69,10 @@ pub(super) fn run_group<'a>(
     for (slot, outcome) in again_slots.into_iter().zip(second) {
         let result = &mut results[slot].1;
         match (outcome, result.as_mut()) {
-            (Ok(o), Ok(report)) => report.window_counts = o.report.window_counts,
+            (Ok(o), Ok(report)) => {
+                report.window_counts = o.report.window_counts;
+                report.window_key = o.report.window_key;
+            }
             (Err(e), _) => *result = Err(e),
             (Ok(_), Err(_)) => {}
         }
@@ -77,17 +80,30 @@ pub(super) fn run_group<'a>(
     results
 }
 
-/// The silent driver that redraws the worst key's window count, if the first pass drew
-/// another key's.
+/// Fails the run when `--key` named a client that never sent a request.
+fn known_key(outcome: Outcome) -> Result<Outcome, SimError> {
+    match &outcome.wanted {
+        Some(Err((key, hint))) => Err(SimError::UnknownKey {
+            key: key.clone(),
+            hint: hint.clone(),
+        }),
+        _ => Ok(outcome),
+    }
+}
+
+/// The silent driver that redraws the window count of the key `--key` chose, or else
+/// of the worst key, if the first pass drew another key's.
 fn second_pass<'a>(
     scenario: &'a Scenario,
     entry: &'a Entry,
     first: &Outcome,
 ) -> Option<Box<dyn Drive + 'a>> {
-    let worst = first.worst?;
-    if first.tracked_max >= first.report.metrics.max_in_window {
-        return None;
-    }
+    let worst = match first.wanted {
+        Some(Ok(wanted)) if first.tracked != Some(wanted) => wanted,
+        Some(_) => return None,
+        None if first.tracked_max >= first.report.metrics.max_in_window => return None,
+        None => first.worst?,
+    };
     let job = Job {
         scenario,
         entry,

@@ -46,6 +46,7 @@
 //! - `progress`: progress units, shared across threads.
 
 mod attempt;
+mod chart_key;
 mod compare;
 mod dispatch;
 mod driver;

@@ -28,6 +28,10 @@ pub(super) struct Outcome {
     pub(super) report: AlgorithmReport,
     pub(super) worst: Option<u32>,
     pub(super) tracked_max: u64,
+    /// The key the series followed.
+    pub(super) tracked: Option<u32>,
+    /// The key `--key` asked for, found in the run (`Err`: its name and a hint).
+    pub(super) wanted: Option<Result<u32, (String, String)>>,
 }
 
 impl Recording {
@@ -87,6 +91,10 @@ impl Recording {
 
     /// The run is over: the window metrics, the series and the timeline.
     pub(super) fn finish(self, sc: &Scenario, name: String, keys: &KeyTable) -> Outcome {
+        let wanted = sc.chart_key.as_deref().map(|k| {
+            keys.id(k)
+                .ok_or_else(|| (k.to_string(), super::chart_key::unknown_key_hint(k, keys)))
+        });
         let Recording {
             mut m,
             mut tracker,
@@ -112,10 +120,13 @@ impl Recording {
                 name,
                 metrics: m,
                 window_counts: series.finish(),
+                window_key: tracker.tracked.map(|k| keys.name(k).to_string()),
                 timeline,
             },
             worst: tracker.worst_key,
             tracked_max: tracker.tracked_max,
+            tracked: tracker.tracked,
+            wanted,
         }
     }
 }

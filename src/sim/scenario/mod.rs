@@ -55,6 +55,9 @@ pub struct Scenario {
     pub client: ClientModel,
     /// The file this scenario was read from (relative paths resolve against its folder).
     pub path: PathBuf,
+    /// The client whose trailing-window count the run records for the charts (`--key`);
+    /// `None` (the default): each algorithm's worst client. Not part of the TOML.
+    pub chart_key: Option<String>,
 }
 
 /// One `[[traffic]]` source.

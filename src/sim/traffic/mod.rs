@@ -62,6 +62,16 @@ impl KeyTable {
         self.names.get(id as usize).map_or("", String::as_str)
     }
 
+    /// The id of `name`, if it has been seen.
+    pub fn id(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    /// Every name seen, in order of first sight.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(String::as_str)
+    }
+
     /// How many keys have been seen.
     pub fn len(&self) -> usize {
         self.names.len()

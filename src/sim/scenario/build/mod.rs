@@ -96,6 +96,7 @@ impl Builder<'_> {
             traffic,
             client,
             path: self.origin.to_path_buf(),
+            chart_key: None,
         })
     }
 

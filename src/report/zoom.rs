@@ -1,0 +1,248 @@
+//! The boundary zoom's data (one client's decisions on either side of one window edge,
+//! each with the client's trailing-window admitted count after it, read back from
+//! `decisions.csv`), and which edge it and the animation show.
+//!
+//! Why from the file: which edge to zoom on (where the worst over-admission happened)
+//! and which client are known only once the run is over, and the simulator keeps no
+//! per-decision record (it cannot, in bounded memory). `decisions.csv` holds every
+//! decision exactly, so one streaming pass over it, keeping one client's last few
+//! admissions per algorithm, rebuilds the picture in bounded memory. All times stay
+//! integer nanoseconds here; the chart converts them for drawing. This module reads a
+//! finished file; it never runs the engine and draws nothing.
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use super::charts::{SlideAnimation, SlideSeries, ZoomChart, ZoomLane, ZoomMark};
+use super::output::OutputError;
+use super::readback::scan_decisions;
+use super::run::{human_duration, limit_text};
+use crate::sim::{AlgorithmReport, RunReport, WindowSample};
+use crate::time::Nanos;
+
+/// At most this many decisions on each side of the edge, per algorithm: enough for
+/// any boundary burst a class would draw, few enough that each is its own mark.
+pub const ZOOM_PER_SIDE: usize = 20;
+
+/// The instant a series first reaches its highest count.
+pub fn first_peak(series: &[WindowSample]) -> Option<Nanos> {
+    let high = series.iter().map(|s| s.count).max()?;
+    series.iter().find(|s| s.count == high).map(|s| s.time)
+}
+
+/// The multiple of `window` nearest `t` (halfway rounds up), exactly.
+pub fn nearest_boundary(t: Nanos, window: Nanos) -> Nanos {
+    let (t, w) = (u128::from(t.as_u64()), u128::from(window.as_u64().max(1)));
+    Nanos::saturating_from_u128((t + w / 2) / w * w)
+}
+
+/// One algorithm's pass over its rows: the client's admissions still in the window
+/// (for the running count), the last decisions before the edge and the first after.
+struct LaneBuilder {
+    algorithm: String,
+    live: VecDeque<(Nanos, u64)>,
+    count: u64,
+    before: VecDeque<ZoomMark>,
+    after: Vec<ZoomMark>,
+}
+
+impl LaneBuilder {
+    fn new(algorithm: &str) -> LaneBuilder {
+        LaneBuilder {
+            algorithm: algorithm.to_string(),
+            live: VecDeque::new(),
+            count: 0,
+            before: VecDeque::new(),
+            after: Vec::new(),
+        }
+    }
+
+    /// One decision for the client at `time` (rows arrive in time order).
+    fn decide(&mut self, time: Nanos, cost: u64, allowed: bool, edge: Nanos, window: Nanos) {
+        // Half a window either side: the burst at this edge, not the next edge's.
+        let half = Nanos::new(window.as_u64() / 2);
+        if self.after.len() >= ZOOM_PER_SIDE || time >= edge.saturating_add(half) {
+            return;
+        }
+        // An admission at `a` counts in `(t − W, t]` while `a + W > t`.
+        while let Some(&(at, c)) = self.live.front() {
+            if at.saturating_add(window) > time {
+                break;
+            }
+            self.live.pop_front();
+            self.count -= c;
+        }
+        if allowed {
+            self.live.push_back((time, cost));
+            self.count += cost;
+        }
+        let mark = ZoomMark {
+            offset_ns: i128::from(time.as_u64()) - i128::from(edge.as_u64()),
+            allowed,
+            count: self.count,
+        };
+        if time < edge.saturating_sub(half) {
+            return;
+        }
+        if time < edge {
+            if self.before.len() == ZOOM_PER_SIDE {
+                self.before.pop_front();
+            }
+            self.before.push_back(mark);
+        } else {
+            self.after.push(mark);
+        }
+    }
+
+    fn finish(self) -> ZoomLane {
+        let mut marks: Vec<ZoomMark> = self.before.into();
+        marks.extend(self.after);
+        ZoomLane {
+            algorithm: self.algorithm,
+            marks,
+        }
+    }
+}
+
+/// Reads `decisions.csv` at `path` and returns, per algorithm of `algorithms`,
+/// `key`'s last [`ZOOM_PER_SIDE`] decisions in the half window before `edge` and first
+/// ones in the half window from it, each with the key's admitted count in the trailing
+/// `window` after it.
+pub fn read_zoom(
+    path: &Path,
+    algorithms: &[&str],
+    key: &str,
+    edge: Nanos,
+    window: Nanos,
+) -> Result<Vec<ZoomLane>, OutputError> {
+    let mut lanes: Vec<LaneBuilder> = algorithms.iter().map(|a| LaneBuilder::new(a)).collect();
+    let wanted: Vec<(&str, &str)> = algorithms.iter().map(|&a| (a, key)).collect();
+    scan_decisions(path, &wanted, |i, d| {
+        lanes[i].decide(d.time, d.cost, d.allowed, edge, window);
+    })?;
+    Ok(lanes.into_iter().map(LaneBuilder::finish).collect())
+}
+
+/// The algorithm that admitted the most in one window (the first of equals) and the
+/// window boundary nearest the instant its followed client first reached its highest
+/// count: the edge the zoom and the animation show.
+fn worst_edge(report: &RunReport) -> Option<(&AlgorithmReport, Nanos)> {
+    let worst = report
+        .algorithms
+        .iter()
+        .filter(|a| a.metrics.max_in_window > 0)
+        .reduce(|best, a| {
+            if a.metrics.max_in_window > best.metrics.max_in_window {
+                a
+            } else {
+                best
+            }
+        })?;
+    let peak = first_peak(&worst.window_counts)?;
+    Some((worst, nearest_boundary(peak, report.rule.window)))
+}
+
+/// The boundary zoom: the worst algorithm's worst client (the one its window-count
+/// panel shows) around the window edge nearest its highest count, in every algorithm,
+/// read back from this run's `decisions.csv`.
+pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, OutputError> {
+    let window = report.rule.window;
+    let found = worst_edge(report).and_then(|(a, edge)| Some((a.window_key.clone()?, edge)));
+    let Some((key, edge)) = found else {
+        return Ok(ZoomChart {
+            title: format!("{}: nothing admitted, nothing to zoom on", report.scenario),
+            x_desc: String::new(),
+            limit: report.rule.max_requests,
+            lanes: Vec::new(),
+        });
+    };
+    let names: Vec<&str> = report.algorithms.iter().map(|a| a.name.as_str()).collect();
+    let lanes = read_zoom(decisions, &names, &key, edge, window)?;
+    Ok(ZoomChart {
+        title: format!(
+            "{}: the {} boundary up close (limit {})",
+            report.scenario,
+            human_duration(edge),
+            limit_text(report)
+        ),
+        x_desc: format!(
+            "{key}'s requests in order (each its own column), labelled with their time from the {} boundary",
+            human_duration(edge)
+        ),
+        limit: report.rule.max_requests,
+        lanes,
+    })
+}
+
+/// The animation of the trailing window sliding across the edge where the worst
+/// over-admission happened, with each algorithm's count of the client it follows
+/// (`None` when nothing was admitted).
+pub fn slide_animation(report: &RunReport) -> Option<SlideAnimation> {
+    let window = report.rule.window;
+    let (_, edge) = worst_edge(report)?;
+    let series = report
+        .algorithms
+        .iter()
+        .map(|a| SlideSeries {
+            algorithm: a.name.clone(),
+            points: a
+                .window_counts
+                .iter()
+                .map(|s| (s.time.as_u64(), s.count))
+                .collect(),
+        })
+        .collect();
+    Some(SlideAnimation {
+        title: format!(
+            "{}: the trailing {} window sliding across the {} boundary",
+            report.scenario,
+            human_duration(window),
+            human_duration(edge)
+        ),
+        edge_ns: edge.as_u64(),
+        window_ns: window.as_u64(),
+        limit: report.rule.max_requests,
+        series,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_boundary_is_exact_at_the_nanosecond() {
+        let w = Nanos::from_secs(10);
+        assert_eq!(nearest_boundary(Nanos::new(9_999_999_999), w), w);
+        assert_eq!(nearest_boundary(w, w), w);
+        assert_eq!(nearest_boundary(Nanos::new(4_999_999_999), w), Nanos::ZERO);
+        assert_eq!(
+            nearest_boundary(Nanos::from_secs(15), w),
+            Nanos::from_secs(20)
+        );
+    }
+
+    #[test]
+    fn a_lane_keeps_the_last_decisions_before_the_edge_and_the_first_after() {
+        let (edge, w) = (Nanos::from_secs(10), Nanos::from_secs(10));
+        let mut lane = LaneBuilder::new("fixed_window");
+        lane.decide(Nanos::new(1), 1, true, edge, w); // counts, but too early to show
+        for i in 0..30 {
+            lane.decide(Nanos::new(9_000_000_000 + i), 1, i % 2 == 0, edge, w);
+        }
+        for _ in 0..25 {
+            lane.decide(edge, 1, true, edge, w);
+        }
+        lane.decide(Nanos::from_secs(15), 1, true, edge, w); // the next edge's
+        let marks = lane.finish().marks;
+        assert_eq!(marks.len(), 2 * ZOOM_PER_SIDE);
+        assert_eq!(marks[0].offset_ns, -1_000_000_000 + 10);
+        assert_eq!(marks[ZOOM_PER_SIDE].offset_ns, 0);
+        assert_eq!(
+            marks[ZOOM_PER_SIDE - 1].count,
+            16,
+            "15 of 30 admitted, and 1 at 1 ns"
+        );
+        assert_eq!(marks.last().unwrap().count, 16 + ZOOM_PER_SIDE as u64);
+    }
+}

@@ -1,0 +1,169 @@
+//! Charts read back from a real run's decisions.csv: the boundary zoom (one client's
+//! decisions either side of the worst window edge) and the one-client timeline.
+
+use std::path::Path;
+
+use ratesim::report::charts::render_zoom_rgb;
+use ratesim::report::run::{client_timeline_chart, zoom_chart};
+use ratesim::report::{DecisionParts, TimelineMarks, ZoomMark};
+use ratesim::sim::{self, DecisionSink, RunOptions, RunReport, Scenario};
+use ratesim::{Registry, bundled};
+
+fn run_burst(dir: &Path) -> RunReport {
+    let registry = Registry::default();
+    let text = bundled::scenario("burst.toml").expect("burst.toml is bundled");
+    let scenario = Scenario::parse_with(text, Path::new("burst.toml"), &registry).unwrap();
+    let mut parts = DecisionParts::new(dir);
+    let options = RunOptions {
+        registry: &registry,
+        ..RunOptions::default()
+    };
+    let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> { parts.sink() };
+    let run = sim::run(&scenario, &options, &mut sinks).unwrap();
+    parts.finish().unwrap();
+    run
+}
+
+#[test]
+fn the_zoom_shows_the_fixed_windows_ten_admissions_within_one_nanosecond() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_burst(dir.path());
+    let chart = zoom_chart(&run, &dir.path().join("decisions.csv")).unwrap();
+    assert!(chart.title.contains("10 s boundary"), "{}", chart.title);
+    assert!(
+        chart.x_desc.starts_with("client-0's requests"),
+        "{}",
+        chart.x_desc
+    );
+    let fixed = chart
+        .lanes
+        .iter()
+        .find(|l| l.algorithm == "fixed_window")
+        .unwrap();
+    let expected: Vec<ZoomMark> = (1..=10)
+        .map(|count| ZoomMark {
+            offset_ns: if count <= 5 { -1 } else { 0 },
+            allowed: true,
+            count,
+        })
+        .collect();
+    assert_eq!(fixed.marks, expected, "every request its own mark, exact");
+    let log = chart
+        .lanes
+        .iter()
+        .find(|l| l.algorithm == "sliding_window_log")
+        .unwrap();
+    let denied: Vec<bool> = log.marks.iter().map(|m| !m.allowed).collect();
+    assert_eq!(
+        denied,
+        [[false; 5], [true; 5]].concat(),
+        "the log denies after the edge"
+    );
+    let image = render_zoom_rgb(&chart).unwrap();
+    assert_eq!(image.width, 1200);
+}
+
+#[test]
+fn with_several_clients_the_timeline_shows_the_client_each_lane_names() {
+    let registry = Registry::default();
+    let text = r#"
+        name = "three"
+        duration = "30s"
+        algorithms = ["fixed_window", "sliding_window_log"]
+        [limit]
+        max_requests = 5
+        window = "10s"
+        [[traffic]]
+        kind = "poisson"
+        rate = 3
+        keys = 3
+    "#;
+    let scenario = Scenario::parse_with(text, Path::new("three.toml"), &registry).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut parts = DecisionParts::new(dir.path());
+    let options = RunOptions {
+        registry: &registry,
+        ..RunOptions::default()
+    };
+    let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> { parts.sink() };
+    let run = sim::run(&scenario, &options, &mut sinks).unwrap();
+    let decisions = parts.finish().unwrap();
+    assert!(ratesim::report::client_timeline::has_many_clients(&run));
+    let chart = client_timeline_chart(&run, &decisions).unwrap();
+    let csv = std::fs::read_to_string(&decisions).unwrap();
+    for (lane, a) in chart.lanes.iter().zip(&run.algorithms) {
+        let key = a.window_key.as_deref().unwrap();
+        assert_eq!(lane.algorithm, format!("{} · {key}", a.name));
+        let rows = csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("{},", a.name)) && l.contains(&format!(",{key},")))
+            .count();
+        let TimelineMarks::Points(points) = &lane.marks else {
+            panic!("a few dozen decisions are ticks");
+        };
+        // One tick per non-empty bucket and decision kind: never more than the rows.
+        assert!(
+            !points.is_empty() && points.len() <= rows,
+            "{} of {rows}",
+            points.len()
+        );
+        let all = a
+            .timeline
+            .allowed
+            .iter()
+            .chain(&a.timeline.denied)
+            .sum::<u64>() as usize;
+        assert!(rows < all, "one client's rows, not all {all}");
+    }
+}
+
+#[test]
+fn the_zoom_as_svg_names_the_nanosecond_and_every_count_as_text() {
+    use ratesim::report::charts::{AnyChart, render_svg_string};
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_burst(dir.path());
+    let chart = zoom_chart(&run, &dir.path().join("decisions.csv")).unwrap();
+    let svg = render_svg_string(AnyChart::Zoom(&chart)).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| t.split('>').nth(1))
+        .map(|t| t.split('<').next().unwrap().trim())
+        .collect();
+    for label in [
+        "−1 ns",
+        "0",
+        "10",
+        "fixed_window: here 10 admitted, 0 denied; 10 in one window = 2.00× the limit",
+    ] {
+        assert!(texts.contains(&label), "{label} not in {texts:?}");
+    }
+}
+
+/// Writes three frames of the burst's animation as PNGs to look at:
+/// `cargo test --test report_zoom -- --ignored`
+#[test]
+#[ignore = "writes files outside the test's temporary directory"]
+fn write_animation_frames_for_viewing() {
+    use plotters::prelude::*;
+    use ratesim::report::charts::{draw_frame, register_fonts};
+    use ratesim::report::run::slide_animation;
+    register_fonts().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_burst(dir.path());
+    let animation = slide_animation(&run).unwrap();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let edge = animation.edge_ns;
+    for (name, t) in [
+        ("before", edge - 1),
+        ("edge", edge),
+        ("later", edge + 5_000_000_000),
+    ] {
+        let path = out.join(format!("slide_{name}.png"));
+        let root = BitMapBackend::new(&path, (1200, 560)).into_drawing_area();
+        draw_frame(&animation, t, &root).unwrap();
+        root.present().unwrap();
+        println!("{}", path.display());
+    }
+}
