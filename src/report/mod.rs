@@ -71,8 +71,10 @@ pub const OVER_ADMISSION_PNG: &str = "over_admission.png";
 pub const RUN_JSON: &str = "run.json";
 /// File name of `compare`'s over-admission matrix, beside the runs' folders.
 pub const OVER_ADMISSION_MATRIX_CSV: &str = "over_admission_matrix.csv";
+/// File name of a deployment's per-node counts (only under a `[deployment]`).
+pub const NODES_CSV: &str = "nodes.csv";
 /// Every file a run writes into its output directory.
-pub const OUTPUT_FILES: [&str; 8] = [
+pub const OUTPUT_FILES: [&str; 9] = [
     DECISIONS_CSV,
     WINDOW_COUNTS_CSV,
     SUMMARY_CSV,
@@ -81,6 +83,7 @@ pub const OUTPUT_FILES: [&str; 8] = [
     WINDOW_COUNTS_PNG,
     OVER_ADMISSION_PNG,
     RUN_JSON,
+    NODES_CSV,
 ];
 
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};

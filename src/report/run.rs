@@ -132,6 +132,9 @@ pub fn write_run(
     let metrics: Vec<_> = report.algorithms.iter().map(|a| &a.metrics).collect();
     let (csv, json) = write_summary(dir, &metrics)?;
     written.extend([csv, json]);
+    if report.algorithms.iter().any(|a| !a.nodes.is_empty()) {
+        written.push(write_nodes(report, dir)?);
+    }
     if options.charts {
         written.push(render_timeline(
             &timeline_chart(report),
@@ -178,6 +181,42 @@ fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, Output
         }
     }
     writer.finish()
+}
+
+/// One row of `nodes.csv`: what one node of a deployment decided for one algorithm.
+#[derive(serde::Serialize)]
+struct NodeRow<'a> {
+    algorithm: &'a str,
+    node: u32,
+    /// Exact signed decimal seconds.
+    clock_offset_s: String,
+    attempts: u64,
+    allowed: u64,
+    denied: u64,
+}
+
+fn write_nodes(report: &RunReport, dir: &Path) -> Result<PathBuf, OutputError> {
+    let rows: Vec<NodeRow<'_>> = report
+        .algorithms
+        .iter()
+        .flat_map(|a| {
+            a.nodes.iter().map(|n| NodeRow {
+                algorithm: &a.name,
+                node: n.node,
+                clock_offset_s: signed_secs(n.clock_offset_ns),
+                attempts: n.attempts,
+                allowed: n.allowed,
+                denied: n.denied,
+            })
+        })
+        .collect();
+    super::csvout::write_csv_rows(&dir.join(super::NODES_CSV), &rows)
+}
+
+/// Signed nanoseconds as exact decimal seconds: `-0.05`, `0`, `0.025`.
+fn signed_secs(ns: i64) -> String {
+    let secs = Nanos::new(ns.unsigned_abs()).to_decimal_secs();
+    if ns < 0 { format!("-{secs}") } else { secs }
 }
 
 /// One table row per algorithm.

@@ -39,7 +39,8 @@ pub use metrics::{
     LatencyHistogram, Metrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES, WindowSample,
 };
 pub use scenario::{
-    ClientModel, KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec,
+    Balancer, ClientModel, Deployment, KeySpec, Popularity, Rate, Scenario, ScenarioError, Store,
+    StoreClock, TrafficKind, TrafficSpec,
 };
 pub mod calibrate;
 pub mod worst_case;
@@ -190,6 +191,34 @@ pub struct AlgorithmReport {
     pub window_counts: Vec<WindowSample>,
     /// Allowed/denied attempts over time (≤ [`TIMELINE_BUCKETS`] buckets).
     pub timeline: Timeline,
+    /// Under a `[deployment]`: what each node decided, in node order; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeReport>,
+}
+
+/// What one node of a deployment decided: a row of `nodes.csv`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct NodeReport {
+    /// 0-based node number.
+    pub node: u32,
+    /// The node's clock minus true time, in nanoseconds (negative: behind).
+    pub clock_offset_ns: i64,
+    /// Attempts the balancer sent it.
+    pub attempts: u64,
+    /// Of those, admitted.
+    pub allowed: u64,
+    /// Of those, denied.
+    pub denied: u64,
+}
+
+impl NodeReport {
+    /// Counts one attempt decided at this node.
+    #[inline]
+    pub(crate) fn count(&mut self, allowed: bool) {
+        self.attempts += 1;
+        self.allowed += u64::from(allowed);
+        self.denied += u64::from(!allowed);
+    }
 }
 
 /// Serialises [`Nanos`] as its integer nanoseconds (exact; JSON numbers are not).

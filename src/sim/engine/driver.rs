@@ -210,23 +210,10 @@ impl<A: Algorithm> Driver<'_, A> {
         Ok(answer.allowed)
     }
 
-    /// Asks the limiter, at the clock's current instant. A cost above the capacity is
-    /// refused before the key is looked up (so it creates no key), and its `remaining`
-    /// is then read without consuming.
+    /// Asks the limiter, at the clock's current instant.
     #[inline]
     fn decide(&mut self, event: &Event) -> Answer {
-        match self.limiter.try_acquire_n_mut(&event.key, event.cost) {
-            Ok(d) => Answer {
-                allowed: d.allowed,
-                remaining: d.remaining,
-                retry_after: Some(d.retry_after),
-            },
-            Err(InsufficientCapacity { .. }) => Answer {
-                allowed: false,
-                remaining: self.limiter.peek(&event.key).remaining,
-                retry_after: None,
-            },
-        }
+        ask(&mut self.limiter, event)
     }
 
     /// `event` was admitted: what the probes remembered about its key no longer holds,
@@ -276,5 +263,27 @@ impl<A: Algorithm> Driver<'_, A> {
         }
         self.janitor.report(m);
         outcome
+    }
+}
+
+/// Asks `limiter` about `event`, at its clock's current instant. A cost above the
+/// capacity is refused before the key is looked up (so it creates no key), and its
+/// `remaining` is then read without consuming.
+#[inline]
+pub(super) fn ask<A: Algorithm>(
+    limiter: &mut RateLimiter<A, u32, FakeClock>,
+    event: &Event,
+) -> Answer {
+    match limiter.try_acquire_n_mut(&event.key, event.cost) {
+        Ok(d) => Answer {
+            allowed: d.allowed,
+            remaining: d.remaining,
+            retry_after: Some(d.retry_after),
+        },
+        Err(InsufficientCapacity { .. }) => Answer {
+            allowed: false,
+            remaining: limiter.peek(&event.key).remaining,
+            retry_after: None,
+        },
     }
 }

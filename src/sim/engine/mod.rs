@@ -44,9 +44,12 @@
 //! - `janitor`: the periodic idle-key sweep and memory samples.
 //! - `record`: counters, window counts, timeline and decision rows.
 //! - `progress`: progress units, shared across threads.
+//! - `deployment`: a scenario's `[deployment]`: several servers, a balancer and a
+//!   store, in true time (its own driver; a scenario without one never reaches it).
 
 mod attempt;
 mod compare;
+mod deployment;
 mod dispatch;
 mod driver;
 mod group;

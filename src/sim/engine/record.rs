@@ -113,6 +113,7 @@ impl Recording {
                 metrics: m,
                 window_counts: series.finish(),
                 timeline,
+                nodes: Vec::new(),
             },
             worst: tracker.worst_key,
             tracked_max: tracker.tracked_max,
