@@ -52,7 +52,7 @@ pub(super) struct Common {
     pub(super) format: Format,
     /// Skip the PNG charts.
     #[arg(long)]
-    no_charts: bool,
+    pub(super) no_charts: bool,
     /// Skip decisions.csv (one row per decision: large for long runs).
     #[arg(long)]
     pub(super) no_decisions: bool,

@@ -45,6 +45,7 @@ pub mod charts;
 pub mod csvout;
 pub mod listing;
 pub mod metadata;
+pub mod nodes;
 pub mod output;
 pub mod preflight;
 pub mod progress;
@@ -98,6 +99,10 @@ pub use csvout::{
 };
 pub use listing::render_listing;
 pub use metadata::{RunMetadata, ScenarioSource, write_run_json};
+pub use nodes::{
+    NodesComparison, OVER_ADMISSION_VS_NODES_CSV, OVER_ADMISSION_VS_NODES_PNG,
+    write_nodes_comparison,
+};
 pub use output::{
     AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files, write_text,
 };

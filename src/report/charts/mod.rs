@@ -34,11 +34,13 @@ use thiserror::Error;
 use super::output::{OutputError, TempPath};
 
 mod frame;
+mod nodes;
 mod over_admission;
 mod palette;
 mod timeline;
 mod window_counts;
 
+pub use nodes::{NodesChart, NodesSeries, draw_nodes};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
 pub use palette::algorithm_color;
 pub use timeline::{
@@ -122,6 +124,18 @@ pub fn render_over_admission(
 ) -> Result<PathBuf, ChartError> {
     let size = lane_chart_size(input.bars.len());
     render_png(path, size, |root| draw_over_admission(input, root))
+}
+
+/// Writes the over-admission-versus-nodes PNG to `path` atomically.
+pub fn render_nodes(input: &NodesChart, path: &Path) -> Result<PathBuf, ChartError> {
+    render_png(path, (CHART_WIDTH, CHART_HEIGHT), |root| {
+        draw_nodes(input, root)
+    })
+}
+
+/// Renders the over-admission-versus-nodes chart into memory.
+pub fn render_nodes_rgb(input: &NodesChart) -> Result<RgbImage, ChartError> {
+    render_rgb((CHART_WIDTH, CHART_HEIGHT), |root| draw_nodes(input, root))
 }
 
 /// Renders the timeline into memory (for tests and embedding).

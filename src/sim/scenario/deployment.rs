@@ -139,3 +139,26 @@ impl Deployment {
         })
     }
 }
+
+impl super::Scenario {
+    /// Runs the scenario on `nodes` servers (e.g. `compare --nodes`): its
+    /// `[deployment]` with another node count, or, without one, `nodes` local
+    /// limiters behind round robin. Refused when `local_split` cannot give every node
+    /// a share of the limit.
+    pub fn set_nodes(&mut self, nodes: u32) -> Result<(), super::ScenarioError> {
+        let mut d = self.deployment.unwrap_or(Deployment {
+            nodes: 1,
+            balancer: Balancer::RoundRobin,
+            store: Store::Local,
+            latency: Nanos::ZERO,
+            clock_skew: Nanos::ZERO,
+        });
+        d.nodes = nodes.max(1);
+        let rules = std::iter::once(&self.rule).chain(&self.extra_limits);
+        if let Some(why) = rules.filter_map(|r| d.split_error(r)).next() {
+            return Err(super::ScenarioError::file(&self.path, why));
+        }
+        self.deployment = Some(d);
+        Ok(())
+    }
+}
