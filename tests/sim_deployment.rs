@@ -258,3 +258,50 @@ fn a_field_the_store_does_not_use_is_an_error_at_that_field() {
         assert!(err.message.contains(message), "{fields}: {err}");
     }
 }
+
+/// The bundled `nodes_*` scenarios, each run on the sliding log alone.
+fn bundled_log(file: &str) -> RunReport {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(file);
+    let mut s = load(&path);
+    s.set_algorithms(&["sliding_window_log"], ratesim::Registry::builtin())
+        .unwrap();
+    run_quiet(&s)
+}
+
+#[test]
+fn each_bundled_deployment_scenario_teaches_what_its_description_says() {
+    let m = |file| bundled_log(file).algorithms[0].metrics.clone();
+    assert_eq!(m("nodes_local.toml").over_admission, 4.0);
+    let sticky = m("nodes_split_sticky.toml");
+    assert!(sticky.over_admission <= 0.5, "{sticky:?}");
+    assert!(
+        sticky.false_deny.unwrap() > sticky.allowed / 2,
+        "{sticky:?}"
+    );
+    assert!(m("nodes_racy.toml").over_admission > 2.0);
+    assert!(m("nodes_skew.toml").over_admission > 1.0);
+    assert_eq!(m("nodes_synced.toml").over_admission, 4.0);
+}
+
+#[test]
+fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names() {
+    let fixed = |file: &str, store: ratesim::sim::Store| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(file);
+        let mut s = load(&path);
+        s.set_algorithms(&["sliding_window_log"], ratesim::Registry::builtin())
+            .unwrap();
+        let d = s.deployment.as_mut().unwrap();
+        d.store = store;
+        d.clock_skew = ratesim::Nanos::ZERO;
+        run_quiet(&s).algorithms[0].metrics.over_admission
+    };
+    let shared = ratesim::sim::Store::Shared {
+        clock: ratesim::sim::StoreClock::Store,
+    };
+    assert_eq!(fixed("nodes_racy.toml", shared), 1.0);
+    assert_eq!(fixed("nodes_skew.toml", shared), 1.0);
+}
