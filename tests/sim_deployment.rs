@@ -8,15 +8,6 @@ use std::path::Path;
 use ratesim::sim::{RunReport, Scenario};
 use sim_support::*;
 
-const ALL: [&str; 6] = [
-    "token_bucket",
-    "leaky_bucket",
-    "fixed_window",
-    "sliding_window_log",
-    "sliding_window_counter",
-    "gcra",
-];
-
 /// `max` per 10 s, one client sending uniformly at `rate` per second for a minute,
 /// with `deployment` (TOML lines, or empty for none).
 fn steady(max: u64, rate: &str, deployment: &str) -> Scenario {
@@ -112,27 +103,18 @@ fn shared_racy_over_admits_exactly_when_a_read_falls_before_the_last_write_lands
     // Request at 0 reads at 10 ms and writes at 30 ms. A request at 5 ms reads at
     // 15 ms: stale, both pass. At 20 ms it reads at 30 ms, when the write lands
     // (writes land first): denied. At 25 ms, plainly after: denied.
-    for algorithm in ALL {
-        assert_eq!(
-            over_admission(&racy(&[0, 5]), algorithm),
-            2.0,
-            "{algorithm}"
-        );
-        assert_eq!(
-            over_admission(&racy(&[0, 19]), algorithm),
-            2.0,
-            "{algorithm}"
-        );
-        assert_eq!(
-            over_admission(&racy(&[0, 20]), algorithm),
-            1.0,
-            "{algorithm}"
-        );
-        assert_eq!(
-            over_admission(&racy(&[0, 25]), algorithm),
-            1.0,
-            "{algorithm}"
-        );
+    for (times, expected) in [
+        ([0, 5], 2.0),
+        ([0, 19], 2.0),
+        ([0, 20], 1.0),
+        ([0, 25], 1.0),
+    ] {
+        let report = racy(&times);
+        assert_eq!(report.algorithms.len(), 6);
+        for a in &report.algorithms {
+            let got = a.metrics.over_admission;
+            assert_eq!(got, expected, "{} on requests at {times:?} ms", a.name);
+        }
     }
 }
 
@@ -259,20 +241,21 @@ fn a_field_the_store_does_not_use_is_an_error_at_that_field() {
     }
 }
 
-/// The bundled `nodes_*` scenarios, each run on the sliding log alone.
-fn bundled_log(file: &str) -> RunReport {
+/// The bundled scenario `file` on the sliding log alone, after `edit`.
+fn bundled_log(file: &str, edit: impl FnOnce(&mut Scenario)) -> ratesim::sim::Metrics {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios")
         .join(file);
     let mut s = load(&path);
     s.set_algorithms(&["sliding_window_log"], ratesim::Registry::builtin())
         .unwrap();
-    run_quiet(&s)
+    edit(&mut s);
+    run_quiet(&s).algorithms[0].metrics.clone()
 }
 
 #[test]
 fn each_bundled_deployment_scenario_teaches_what_its_description_says() {
-    let m = |file| bundled_log(file).algorithms[0].metrics.clone();
+    let m = |file| bundled_log(file, |_| {});
     assert_eq!(m("nodes_local.toml").over_admission, 4.0);
     let sticky = m("nodes_split_sticky.toml");
     assert!(sticky.over_admission <= 0.5, "{sticky:?}");
@@ -287,21 +270,25 @@ fn each_bundled_deployment_scenario_teaches_what_its_description_says() {
 
 #[test]
 fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names() {
-    let fixed = |file: &str, store: ratesim::sim::Store| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios")
-            .join(file);
-        let mut s = load(&path);
-        s.set_algorithms(&["sliding_window_log"], ratesim::Registry::builtin())
-            .unwrap();
+    let atomic_on_the_store_clock = |s: &mut Scenario| {
         let d = s.deployment.as_mut().unwrap();
-        d.store = store;
+        d.store = ratesim::sim::Store::Shared {
+            clock: ratesim::sim::StoreClock::Store,
+        };
         d.clock_skew = ratesim::Nanos::ZERO;
-        run_quiet(&s).algorithms[0].metrics.over_admission
     };
-    let shared = ratesim::sim::Store::Shared {
-        clock: ratesim::sim::StoreClock::Store,
+    for file in ["nodes_racy.toml", "nodes_skew.toml"] {
+        let m = bundled_log(file, atomic_on_the_store_clock);
+        assert_eq!(m.over_admission, 1.0, "{file}");
+    }
+    let faster_sync = |s: &mut Scenario| {
+        let d = s.deployment.as_mut().unwrap();
+        d.store = ratesim::sim::Store::Synced {
+            sync_interval: ratesim::Nanos::from_millis(100),
+        };
     };
-    assert_eq!(fixed("nodes_racy.toml", shared), 1.0);
-    assert_eq!(fixed("nodes_skew.toml", shared), 1.0);
+    assert_eq!(
+        bundled_log("nodes_synced.toml", faster_sync).over_admission,
+        1.6
+    );
 }

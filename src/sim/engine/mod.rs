@@ -37,7 +37,9 @@
 //! - `reference`: the exact reference and where a group gets its decisions.
 //! - `compare`: one algorithm's decisions counted against the reference's.
 //! - `dispatch`: algorithm names to monomorphised drivers (the one place).
-//! - `driver`: one algorithm's run, the per-arrival step.
+//! - `driver`: one algorithm's run on one server, the per-arrival step.
+//! - `steps`: how every driver is run (chunks, retries first, drain) and the state
+//!   every driver keeps.
 //! - `attempt`: one request attempt and the limiter's answer, passed between these.
 //! - `queue` and `retry`: the event queue and the retry clients.
 //! - `probe`: the earliest passing instant of each denial, and the advice judged.
@@ -60,6 +62,7 @@ mod queue;
 mod record;
 mod reference;
 mod retry;
+mod steps;
 mod threads;
 
 pub use progress::PROGRESS_STEPS;

@@ -17,15 +17,14 @@ mod synced;
 
 use super::attempt::Event;
 use super::compare::Comparison;
-use super::driver::{Drive, Job};
+use super::driver::Job;
 use super::progress::ProgressTicker;
 use super::record::{DecisionLog, Outcome, Recording};
 use super::retry::RetryClient;
+use super::steps::{RunState, Steps};
 use crate::algorithm::Algorithm;
 use crate::rule::Rule;
-use crate::sim::traffic::Arrival;
 use crate::sim::{ClientModel, Deployment, KeyTable, NodeReport, Scenario, SimError};
-use crate::time::Nanos;
 use cluster::Cluster;
 use router::Router;
 
@@ -35,14 +34,10 @@ pub(super) struct DeployDriver<'a, A: Algorithm> {
     deployment: Deployment,
     router: Router,
     cluster: Cluster<A>,
-    /// `None` for open clients.
-    retry: Option<RetryClient>,
-    comparison: Comparison,
-    record: Recording,
-    decisions: DecisionLog,
+    /// The retry client, comparison, recording, rows and first error.
+    run: RunState,
     progress: ProgressTicker<'a>,
     nodes: Vec<NodeReport>,
-    error: Option<SimError>,
 }
 
 impl<'a, A: Algorithm> DeployDriver<'a, A> {
@@ -64,10 +59,13 @@ impl<'a, A: Algorithm> DeployDriver<'a, A> {
             deployment,
             router: Router::new(&deployment, sc.seed),
             cluster: Cluster::new(sc, &deployment, make, heap_bytes, !silent),
-            retry: RetryClient::new(sc),
-            comparison,
-            record: Recording::new(sc, &name, job.track),
-            decisions: DecisionLog::new(name, job.sink),
+            run: RunState {
+                retry: RetryClient::new(sc),
+                comparison,
+                record: Recording::new(sc, &name, job.track),
+                decisions: DecisionLog::new(name, job.sink),
+                error: None,
+            },
             progress: ProgressTicker::new(job.progress, sc.duration),
             nodes: (0..deployment.nodes)
                 .map(|node| NodeReport {
@@ -76,68 +74,11 @@ impl<'a, A: Algorithm> DeployDriver<'a, A> {
                     ..NodeReport::default()
                 })
                 .collect(),
-            error: None,
         }
     }
 }
 
-impl<A: Algorithm> Drive for DeployDriver<'_, A> {
-    fn wants_reference(&self) -> bool {
-        self.comparison.wanted
-    }
-
-    fn is_reference(&self) -> bool {
-        false
-    }
-
-    fn feed(
-        &mut self,
-        chunk: &[(u64, Arrival)],
-        log_allowed: Option<&[bool]>,
-        keys: &KeyTable,
-        mut decided: Option<&mut Vec<bool>>,
-    ) {
-        if self.error.is_some() {
-            return;
-        }
-        for (i, &(seq, a)) in chunk.iter().enumerate() {
-            let log = log_allowed.and_then(|l| l.get(i).copied());
-            let event = Event::arrival(seq, a);
-            while let Some(retry) = self.retry.as_mut().and_then(|r| r.pop_due(event.time)) {
-                if let Err(e) = self.step(retry, None, keys) {
-                    self.error = Some(e);
-                    return;
-                }
-            }
-            match self.step(event, log, keys) {
-                Ok(allowed) => {
-                    if let Some(d) = decided.as_deref_mut() {
-                        d.push(allowed);
-                    }
-                }
-                Err(e) => {
-                    self.error = Some(e);
-                    return;
-                }
-            }
-        }
-        self.record.track_admitted();
-    }
-
-    fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        while let Some(retry) = self.retry.as_mut().and_then(|r| r.pop_due(Nanos::MAX)) {
-            self.step(retry, None, keys)?;
-        }
-        self.record.track_admitted();
-        self.decisions.finish()?;
-        Ok((*self).outcome(keys))
-    }
-}
-
-impl<A: Algorithm> DeployDriver<'_, A> {
+impl<A: Algorithm> Steps for DeployDriver<'_, A> {
     /// Routes one attempt, has its node decide it (wherever the state lives), and
     /// records it at its true arrival time; a retrying client hears the answer when it
     /// gets back, latency included.
@@ -148,41 +89,55 @@ impl<A: Algorithm> DeployDriver<'_, A> {
         keys: &KeyTable,
     ) -> Result<bool, SimError> {
         let node = self.router.pick(event.key, keys);
-        let m = &mut self.record.m;
+        let m = &mut self.run.record.m;
         let (answer, delay) = self.cluster.decide(&self.deployment, node, &event, m);
-        self.record.attempt(&event, answer.allowed);
+        self.run.record.attempt(&event, answer.allowed);
         self.nodes[node as usize].count(answer.allowed);
         let heard = Event {
             time: event.time + delay,
             ..event
         };
         if answer.allowed {
-            if let Some(retry) = self.retry.as_mut() {
+            if let Some(retry) = self.run.retry.as_mut() {
                 retry.admitted(&heard);
             }
         } else {
             if answer.retry_after.is_none() {
-                self.record.m.never_fits += 1;
+                self.run.record.m.never_fits += 1;
             }
-            if let Some(retry) = self.retry.as_mut() {
+            if let Some(retry) = self.run.retry.as_mut() {
                 retry.denied(&heard, answer.retry_after);
             }
         }
-        self.comparison.count(answer.allowed, log_allowed);
-        self.decisions.record(&event, &answer, keys)?;
+        self.run.comparison.count(answer.allowed, log_allowed);
+        self.run.decisions.record(&event, &answer, keys)?;
         self.progress.tick(event.time);
         Ok(answer.allowed)
     }
 
+    fn state(&mut self) -> &mut RunState {
+        &mut self.run
+    }
+
+    fn state_ref(&self) -> &RunState {
+        &self.run
+    }
+
+    fn outcome(self, keys: &KeyTable) -> Outcome {
+        DeployDriver::outcome(self, keys)
+    }
+}
+
+impl<A: Algorithm> DeployDriver<'_, A> {
     /// The run is over: the final sweeps, and the metrics.
     fn outcome(mut self, keys: &KeyTable) -> Outcome {
         let sc = self.sc;
         self.progress.finish();
-        let name = self.decisions.name;
-        let mut outcome = self.record.finish(sc, name, keys);
+        let name = self.run.decisions.name;
+        let mut outcome = self.run.record.finish(sc, name, keys);
         let m = &mut outcome.report.metrics;
-        match &self.retry {
-            None => self.comparison.report(m),
+        match &self.run.retry {
+            None => self.run.comparison.report(m),
             Some(retry) => retry.report(m),
         }
         self.cluster.report(sc.duration, m);
