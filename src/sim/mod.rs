@@ -153,6 +153,9 @@ pub struct RunReport {
     pub extra_limits: Vec<RuleReport>,
     /// `"open"` or `"retry"`.
     pub client: String,
+    /// The `[deployment]`, when the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<DeploymentReport>,
     /// One entry per algorithm, in the scenario's order.
     pub algorithms: Vec<AlgorithmReport>,
 }
@@ -194,6 +197,52 @@ pub struct AlgorithmReport {
     /// Under a `[deployment]`: what each node decided, in node order; empty otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeReport>,
+}
+
+/// A scenario's `[deployment]`, flattened for output (`run.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeploymentReport {
+    /// Servers behind the balancer.
+    pub nodes: u32,
+    /// `round_robin`, `random` or `key_hash`.
+    pub balancer: String,
+    /// `local`, `local_split`, `shared`, `shared_racy` or `synced`.
+    pub store: String,
+    /// One-way node ↔ store delay, in ns.
+    pub latency_ns: u64,
+    /// The largest clock offset, in ns.
+    pub clock_skew_ns: u64,
+    /// `synced` only: time between exchanges, in ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_interval_ns: Option<u64>,
+    /// `shared` only: `store` or `node`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
+}
+
+impl From<&Deployment> for DeploymentReport {
+    fn from(d: &Deployment) -> DeploymentReport {
+        DeploymentReport {
+            nodes: d.nodes,
+            balancer: d.balancer.name().to_string(),
+            store: d.store.name().to_string(),
+            latency_ns: d.latency.as_u64(),
+            clock_skew_ns: d.clock_skew.as_u64(),
+            sync_interval_ns: match d.store {
+                Store::Synced { sync_interval } => Some(sync_interval.as_u64()),
+                _ => None,
+            },
+            clock: match d.store {
+                Store::Shared {
+                    clock: StoreClock::Store,
+                } => Some("store".to_string()),
+                Store::Shared {
+                    clock: StoreClock::Node,
+                } => Some("node".to_string()),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// What one node of a deployment decided: a row of `nodes.csv`.

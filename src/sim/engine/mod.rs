@@ -69,7 +69,7 @@ pub use progress::PROGRESS_STEPS;
 
 use progress::Progress;
 
-use super::{DecisionSink, RuleReport, RunReport, Scenario, SimError};
+use super::{DecisionSink, DeploymentReport, RuleReport, RunReport, Scenario, SimError};
 use crate::registry::Registry;
 
 /// How to run. [`RunOptions::default()`] is the one source of the defaults; the CLI
@@ -133,6 +133,7 @@ pub fn run(
         rule: RuleReport::from(&scenario.rule),
         extra_limits: scenario.extra_limits.iter().map(RuleReport::from).collect(),
         client: scenario.client.name().to_string(),
+        deployment: scenario.deployment.as_ref().map(DeploymentReport::from),
         algorithms,
     })
 }

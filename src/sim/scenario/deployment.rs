@@ -162,3 +162,46 @@ impl super::Scenario {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(nodes: u32, skew_ms: u64, store: Store) -> Deployment {
+        Deployment {
+            nodes,
+            balancer: Balancer::RoundRobin,
+            store,
+            latency: Nanos::ZERO,
+            clock_skew: Nanos::from_millis(skew_ms),
+        }
+    }
+
+    #[test]
+    fn offsets_spread_evenly_from_minus_to_plus_the_skew() {
+        let d = deployment(4, 30, Store::Local);
+        let offsets: Vec<i128> = (0..4).map(|i| d.offset(i)).collect();
+        assert_eq!(offsets, [-30_000_000, -10_000_000, 10_000_000, 30_000_000]);
+        assert_eq!(deployment(1, 30, Store::Local).offset(0), 0);
+        // A clock behind true time never reads below zero.
+        assert_eq!(d.node_clock(0, Nanos::from_millis(10)), Nanos::ZERO);
+        assert_eq!(d.node_clock(3, Nanos::ZERO), Nanos::from_millis(30));
+    }
+
+    #[test]
+    fn local_split_shares_add_up_to_exactly_the_limit() {
+        let d = deployment(4, 0, Store::LocalSplit);
+        let rule = Rule::new(10, Nanos::from_secs(1))
+            .unwrap()
+            .with_burst(7)
+            .unwrap();
+        let shares: Vec<(u64, u64)> = (0..4)
+            .map(|i| d.split(&rule, i).unwrap())
+            .map(|r| (r.max_requests(), r.burst()))
+            .collect();
+        assert_eq!(shares, [(3, 2), (3, 2), (2, 2), (2, 1)]);
+        assert!(d.split_error(&rule).is_none());
+        let small = Rule::new(3, Nanos::from_secs(1)).unwrap();
+        assert!(d.split_error(&small).unwrap().contains("at most 3 nodes"));
+    }
+}
