@@ -83,19 +83,46 @@ fn shared_with_no_latency_and_no_skew_is_byte_identical_to_one_server() {
     }
 }
 
-/// A 1-per-10s limit on one client, requests at `times_ms`, `shared_racy` at 10 ms.
-fn racy(times_ms: &[u64]) -> RunReport {
+/// One client's requests at `times_ms` under `limit` (TOML lines) and `deployment`.
+fn replay(times_ms: &[u64], limit: &str, deployment: &str) -> RunReport {
     let dir = tempfile::tempdir().unwrap();
     let mut csv = String::from("time_s,key\n");
     for t in times_ms {
         csv.push_str(&format!("{}.{:03},c\n", t / 1000, t % 1000));
     }
     std::fs::write(dir.path().join("t.csv"), csv).unwrap();
-    let text = "name = \"r\"\nduration = \"10s\"\nalgorithms = [\"all\"]\n\
-                [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
-                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
-                [deployment]\nnodes = 2\nstore = \"shared_racy\"\nlatency = \"10ms\"";
-    run_quiet(&parse_at(text, &dir.path().join("r.toml")))
+    let text = format!(
+        "name = \"r\"\nduration = \"10s\"\nalgorithms = [\"all\"]\n[limit]\n{limit}\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n[deployment]\n{deployment}"
+    );
+    run_quiet(&parse_at(&text, &dir.path().join("r.toml")))
+}
+
+/// A 1-per-10s limit on one client, requests at `times_ms`, `shared_racy` at 10 ms.
+fn racy(times_ms: &[u64]) -> RunReport {
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    replay(
+        times_ms,
+        limit,
+        "nodes = 2\nstore = \"shared_racy\"\nlatency = \"10ms\"",
+    )
+}
+
+#[test]
+fn no_idle_sweep_forgets_a_state_a_later_stamp_still_counts() {
+    // 1 per 1 s, stamped by the nodes, 400 ms to the store. The entry admitted at
+    // 0.7 s counts until 1.7 s; the request at 1.65 s reaches the store at 2.05 s,
+    // after the sweep due at 2 s, but its stamp is 1.65 s: it must be denied.
+    let limit = "max_requests = 1\nwindow = \"1s\"";
+    for store in ["\"shared\"\nclock = \"node\"", "\"shared_racy\""] {
+        let dep = format!("nodes = 2\nstore = {store}\nlatency = \"400ms\"");
+        let report = replay(&[700, 1650], limit, &dep);
+        assert_eq!(
+            over_admission(&report, "sliding_window_log"),
+            1.0,
+            "{store}"
+        );
+    }
 }
 
 #[test]

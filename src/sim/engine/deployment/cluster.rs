@@ -109,14 +109,15 @@ impl<A: Algorithm> Cluster<A> {
                 (n.decide(event, m), Nanos::ZERO)
             }
             Cluster::Shared(store) => {
-                let at_store = t + d.latency;
-                let clock = match d.store {
+                // Sweeps run by the true time the stamp comes from, so no later
+                // request can carry an earlier stamp than a sweep's instant.
+                let (now, clock) = match d.store {
                     Store::Shared {
                         clock: StoreClock::Node,
-                    } => stamp,
-                    _ => at_store,
+                    } => (t, stamp),
+                    _ => (t + d.latency, t + d.latency),
                 };
-                store.advance(at_store, clock, event.key);
+                store.advance(now, clock, event.key);
                 (store.decide(event, m), d.latency + d.latency)
             }
             Cluster::Racy(racy) => (racy.decide(d, stamp, event, m), d.latency + d.latency),
@@ -143,7 +144,8 @@ impl<A: Algorithm> Racy<A> {
     fn decide(&mut self, d: &Deployment, stamp: Nanos, event: &Event, m: &mut Metrics) -> Answer {
         let read = event.time + d.latency;
         self.land(read);
-        self.store.advance(read, stamp, event.key);
+        // Sweeps by the arrival's true time: the stamp is the node's reading of it.
+        self.store.advance(event.time, stamp, event.key);
         let algorithm = self.store.limiter.algorithm();
         if event.cost > algorithm.capacity() {
             // Never fits: no state is read or created.

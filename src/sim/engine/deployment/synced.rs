@@ -112,16 +112,18 @@ impl<A: Algorithm> Synced<A> {
                 self.round = self.round.max(by_now) + 1;
                 continue;
             }
-            self.exchange(cut, now);
+            self.exchange(cut);
             self.round += 1;
         }
     }
 
-    /// The exchange cut at `cut`, delivered by true time `now`.
-    fn exchange(&mut self, cut: Nanos, now: Nanos) {
+    /// The exchange cut at `cut`.
+    fn exchange(&mut self, cut: Nanos) {
         let covered = self.log.partition_point(|a| a.t < cut);
         for a in &self.log[..covered] {
-            self.agreed.advance(now, a.stamp, a.key);
+            // Sweeps by the admission's true time: every later replay carries a stamp
+            // at least that time minus the skew, so no sweep forgets what it counts.
+            self.agreed.advance(a.t, a.stamp, a.key);
             let _ = self.agreed.limiter.try_acquire_n_mut(&a.key, a.cost);
         }
         self.log.drain(..covered);
