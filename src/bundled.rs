@@ -23,6 +23,26 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "nginx_log.toml",
         include_str!("../scenarios/nginx_log.toml"),
     ),
+    (
+        "nodes_local.toml",
+        include_str!("../scenarios/nodes_local.toml"),
+    ),
+    (
+        "nodes_split_sticky.toml",
+        include_str!("../scenarios/nodes_split_sticky.toml"),
+    ),
+    (
+        "nodes_racy.toml",
+        include_str!("../scenarios/nodes_racy.toml"),
+    ),
+    (
+        "nodes_skew.toml",
+        include_str!("../scenarios/nodes_skew.toml"),
+    ),
+    (
+        "nodes_synced.toml",
+        include_str!("../scenarios/nodes_synced.toml"),
+    ),
 ];
 
 /// The built-in suite `ratesim compare` runs when no `--scenario` is given: steady,

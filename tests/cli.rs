@@ -141,7 +141,7 @@ fn every_bundled_scenario_runs_and_writes_every_file() {
         .filter(|f| f.ends_with(".toml"))
         .collect();
     scenarios.sort();
-    assert_eq!(scenarios.len(), 8, "{scenarios:?}");
+    assert_eq!(scenarios.len(), 13, "{scenarios:?}");
     for file in &scenarios {
         let name = file.trim_end_matches(".toml");
         let path = format!("scenarios/{file}");
@@ -156,6 +156,8 @@ fn every_bundled_scenario_runs_and_writes_every_file() {
             let len = fs::metadata(&file_path).map(|m| m.len()).unwrap_or(0);
             assert!(len > 0, "{file}: {expected} missing or empty");
         }
+        let nodes_csv = out.join("nodes.csv").is_file();
+        assert_eq!(nodes_csv, name.starts_with("nodes_"), "{file}: nodes.csv");
         assert!(
             t.files_under(&format!("output/{name}"))
                 .iter()

@@ -27,6 +27,8 @@ fn every_bundled_scenario_validates_and_carries_a_description() {
 fn the_sliding_log_never_exceeds_the_limit_on_any_bundled_scenario() {
     for path in bundled() {
         let mut s = load(&path);
+        // On one server; what deployments do to the bound is tests/sim_deployment.rs'.
+        s.deployment = None;
         s.set_algorithms(&["sliding_window_log"], ratesim::Registry::builtin())
             .unwrap();
         let m = &run_quiet(&s).algorithms[0].metrics;
@@ -63,6 +65,7 @@ fn the_fixed_window_admits_exactly_twice_the_limit_on_burst_toml() {
 fn buckets_never_exceed_burst_plus_max_minus_one_over_max_on_any_bundled_scenario() {
     for path in bundled() {
         let mut s = load(&path);
+        s.deployment = None; // the one-server bound
         s.set_algorithms(
             &["token_bucket", "leaky_bucket", "gcra"],
             ratesim::Registry::builtin(),

@@ -19,23 +19,33 @@ use super::{Failure, input};
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim compare --algos all
   ratesim compare --limit 100/10s
-  ratesim compare --scenario scenarios/on_off.toml --scenario scenarios/zipf_keys.toml";
+  ratesim compare --scenario scenarios/on_off.toml --scenario scenarios/zipf_keys.toml
+  ratesim compare --nodes 1,2,4,8,16 --scenario scenarios/nodes_local.toml";
 
 // The flags of `compare` (its about text is on `Command::Compare`).
 #[derive(Debug, Args)]
 pub(super) struct CompareArgs {
     /// A scenario file to include (repeat for several). Default: the built-in suite.
     #[arg(long = "scenario", value_name = "FILE")]
-    scenarios: Vec<PathBuf>,
+    pub(super) scenarios: Vec<PathBuf>,
     /// Output root: each scenario's files go to <DIR>/<scenario>/, the over-admission
     /// matrix to <DIR>/over_admission_matrix.csv and .png [default: output/compare].
     #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    pub(super) out: Option<PathBuf>,
+    /// Run the one --scenario on each of these numbers of servers (its [deployment],
+    /// or local limiters behind round robin), e.g. 1,2,4,8,16; writes
+    /// over_admission_vs_nodes.csv and .png under --out.
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) nodes: Option<Vec<u32>>,
     #[command(flatten)]
-    common: Common,
+    pub(super) common: Common,
 }
 
 pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Failure> {
+    if let Some(nodes) = &args.nodes {
+        return super::nodes::compare_nodes(args, nodes, registry);
+    }
     // Load and check everything first so a bad file fails before any run.
     let (mut scenarios, sources) = load(&args.scenarios, registry)?;
     for scenario in &mut scenarios {
@@ -79,7 +89,7 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
 
 /// The scenario `files`, or the built-in suite when there are none, each with where it
 /// came from (for `run.json`).
-fn load(
+pub(super) fn load(
     files: &[PathBuf],
     registry: &Registry,
 ) -> Result<(Vec<Scenario>, Vec<ScenarioSource>), Failure> {

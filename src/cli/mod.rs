@@ -9,6 +9,7 @@
 
 mod analysis;
 mod compare;
+mod nodes;
 mod run;
 mod validate;
 

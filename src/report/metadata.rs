@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::csvout::json_string;
 use super::output::{OutputError, write_text};
 use crate::fnv::fnv1a64;
-use crate::sim::{RuleReport, RunReport};
+use crate::sim::{DeploymentReport, RuleReport, RunReport};
 use crate::time::Nanos;
 
 /// Where a run's scenario came from: a file name and a hash of its exact bytes.
@@ -57,6 +57,9 @@ pub struct RunMetadata {
     pub algorithms: Vec<String>,
     /// `open` or `retry`.
     pub client: String,
+    /// The scenario's `[deployment]`; absent for one server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<DeploymentReport>,
 }
 
 impl RunMetadata {
@@ -74,6 +77,7 @@ impl RunMetadata {
             duration_ns: Nanos::as_u64(report.duration),
             algorithms: report.algorithms.iter().map(|a| a.name.clone()).collect(),
             client: report.client.clone(),
+            deployment: report.deployment.clone(),
         }
     }
 }

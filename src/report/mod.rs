@@ -47,6 +47,7 @@ pub mod csvout;
 pub mod html;
 pub mod listing;
 pub mod metadata;
+pub mod nodes;
 pub mod output;
 pub mod preflight;
 pub mod progress;
@@ -84,8 +85,10 @@ pub const RUN_JSON: &str = "run.json";
 pub const OVER_ADMISSION_MATRIX_CSV: &str = "over_admission_matrix.csv";
 /// File name of `compare`'s over-admission matrix chart, beside the CSV.
 pub const OVER_ADMISSION_MATRIX_PNG: &str = "over_admission_matrix.png";
+/// File name of a deployment's per-node counts (only under a `[deployment]`).
+pub const NODES_CSV: &str = "nodes.csv";
 /// Every file a run writes into its output directory.
-pub const OUTPUT_FILES: [&str; 10] = [
+pub const OUTPUT_FILES: [&str; 11] = [
     DECISIONS_CSV,
     WINDOW_COUNTS_CSV,
     SUMMARY_CSV,
@@ -96,6 +99,7 @@ pub const OUTPUT_FILES: [&str; 10] = [
     OVER_ADMISSION_PNG,
     REPORT_HTML,
     RUN_JSON,
+    NODES_CSV,
 ];
 
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
@@ -111,6 +115,10 @@ pub use csvout::{
 };
 pub use listing::render_listing;
 pub use metadata::{RunMetadata, ScenarioSource, write_run_json};
+pub use nodes::{
+    NodesComparison, OVER_ADMISSION_VS_NODES_CSV, OVER_ADMISSION_VS_NODES_PNG,
+    write_nodes_comparison,
+};
 pub use output::{
     AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files, write_text,
 };

@@ -147,6 +147,9 @@ pub fn write_run(
         .map(|decisions| zoom_chart(report, decisions))
         .transpose()?;
     let mut figures = Vec::new();
+    if report.algorithms.iter().any(|a| !a.nodes.is_empty()) {
+        written.push(write_nodes(report, dir)?);
+    }
     if options.charts {
         figures = write_charts(report, dir, &options, zoom.as_ref())?;
         written.extend(figures.iter().map(|f| f.path.clone()));
@@ -241,6 +244,42 @@ fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, Output
         }
     }
     writer.finish()
+}
+
+/// One row of `nodes.csv`: what one node of a deployment decided for one algorithm.
+#[derive(serde::Serialize)]
+struct NodeRow<'a> {
+    algorithm: &'a str,
+    node: u32,
+    /// Exact signed decimal seconds.
+    clock_offset_s: String,
+    attempts: u64,
+    allowed: u64,
+    denied: u64,
+}
+
+fn write_nodes(report: &RunReport, dir: &Path) -> Result<PathBuf, OutputError> {
+    let rows: Vec<NodeRow<'_>> = report
+        .algorithms
+        .iter()
+        .flat_map(|a| {
+            a.nodes.iter().map(|n| NodeRow {
+                algorithm: &a.name,
+                node: n.node,
+                clock_offset_s: signed_secs(n.clock_offset_ns),
+                attempts: n.attempts,
+                allowed: n.allowed,
+                denied: n.denied,
+            })
+        })
+        .collect();
+    super::csvout::write_csv_rows(&dir.join(super::NODES_CSV), &rows)
+}
+
+/// Signed nanoseconds as exact decimal seconds: `-0.05`, `0`, `0.025`.
+fn signed_secs(ns: i64) -> String {
+    let secs = Nanos::new(ns.unsigned_abs()).to_decimal_secs();
+    if ns < 0 { format!("-{secs}") } else { secs }
 }
 
 /// One table row per algorithm.

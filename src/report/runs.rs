@@ -50,8 +50,18 @@ fn run_heading(r: &RunReport) -> String {
     } else {
         " (metrics against the first)"
     };
+    let servers = match &r.deployment {
+        Some(d) => format!(
+            " on {} server{} (store = {}, balancer = {})",
+            d.nodes,
+            if d.nodes == 1 { "" } else { "s" },
+            d.store,
+            d.balancer
+        ),
+        None => String::new(),
+    };
     format!(
-        "{} — limit {} per {}{also}{measured}\n",
+        "{} — limit {} per {}{also}{measured}{servers}\n",
         r.scenario, r.rule.max_requests, r.rule.window
     )
 }

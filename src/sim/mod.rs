@@ -39,7 +39,8 @@ pub use metrics::{
     LatencyHistogram, Metrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES, WindowSample,
 };
 pub use scenario::{
-    ClientModel, KeySpec, Popularity, Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec,
+    Balancer, ClientModel, Deployment, KeySpec, Popularity, Rate, Scenario, ScenarioError, Store,
+    StoreClock, TrafficKind, TrafficSpec,
 };
 pub mod calibrate;
 pub mod worst_case;
@@ -160,6 +161,9 @@ pub struct RunReport {
     pub extra_limits: Vec<RuleReport>,
     /// `"open"` or `"retry"`.
     pub client: String,
+    /// The `[deployment]`, when the scenario has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<DeploymentReport>,
     /// One entry per algorithm, in the scenario's order.
     pub algorithms: Vec<AlgorithmReport>,
 }
@@ -200,6 +204,80 @@ pub struct AlgorithmReport {
     pub window_key: Option<String>,
     /// Allowed/denied attempts over time (≤ [`TIMELINE_BUCKETS`] buckets).
     pub timeline: Timeline,
+    /// Under a `[deployment]`: what each node decided, in node order; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeReport>,
+}
+
+/// A scenario's `[deployment]`, flattened for output (`run.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeploymentReport {
+    /// Servers behind the balancer.
+    pub nodes: u32,
+    /// `round_robin`, `random` or `key_hash`.
+    pub balancer: String,
+    /// `local`, `local_split`, `shared`, `shared_racy` or `synced`.
+    pub store: String,
+    /// One-way node ↔ store delay, in ns.
+    pub latency_ns: u64,
+    /// The largest clock offset, in ns.
+    pub clock_skew_ns: u64,
+    /// `synced` only: time between exchanges, in ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_interval_ns: Option<u64>,
+    /// `shared` only: `store` or `node`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
+}
+
+impl From<&Deployment> for DeploymentReport {
+    fn from(d: &Deployment) -> DeploymentReport {
+        DeploymentReport {
+            nodes: d.nodes,
+            balancer: d.balancer.name().to_string(),
+            store: d.store.name().to_string(),
+            latency_ns: d.latency.as_u64(),
+            clock_skew_ns: d.clock_skew.as_u64(),
+            sync_interval_ns: match d.store {
+                Store::Synced { sync_interval } => Some(sync_interval.as_u64()),
+                _ => None,
+            },
+            clock: match d.store {
+                Store::Shared {
+                    clock: StoreClock::Store,
+                } => Some("store".to_string()),
+                Store::Shared {
+                    clock: StoreClock::Node,
+                } => Some("node".to_string()),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// What one node of a deployment decided: a row of `nodes.csv`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct NodeReport {
+    /// 0-based node number.
+    pub node: u32,
+    /// The node's clock minus true time, in nanoseconds (negative: behind).
+    pub clock_offset_ns: i64,
+    /// Attempts the balancer sent it.
+    pub attempts: u64,
+    /// Of those, admitted.
+    pub allowed: u64,
+    /// Of those, denied.
+    pub denied: u64,
+}
+
+impl NodeReport {
+    /// Counts one attempt decided at this node.
+    #[inline]
+    pub(crate) fn count(&mut self, allowed: bool) {
+        self.attempts += 1;
+        self.allowed += u64::from(allowed);
+        self.denied += u64::from(!allowed);
+    }
 }
 
 /// Serialises [`Nanos`] as its integer nanoseconds (exact; JSON numbers are not).

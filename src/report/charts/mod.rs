@@ -37,6 +37,7 @@ mod animation;
 mod format;
 mod frame;
 mod matrix;
+mod nodes;
 mod over_admission;
 mod palette;
 mod timeline;
@@ -46,6 +47,7 @@ mod zoom;
 pub use animation::{SlideAnimation, SlideSeries, draw_frame, render_slide_gif};
 pub use format::{AnyChart, ChartFormat, render_chart, render_svg_string};
 pub use matrix::{MatrixChart, draw_matrix, matrix_chart_size};
+pub use nodes::{NodesChart, NodesSeries, draw_nodes};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
 pub use palette::algorithm_color;
 pub use timeline::{
@@ -154,6 +156,18 @@ pub fn render_matrix_rgb(input: &MatrixChart) -> Result<RgbImage, ChartError> {
     render_rgb(matrix_chart_size(input.rows.len()), |root| {
         draw_matrix(input, root)
     })
+}
+
+/// Writes the over-admission-versus-nodes PNG to `path` atomically.
+pub fn render_nodes(input: &NodesChart, path: &Path) -> Result<PathBuf, ChartError> {
+    render_png(path, (CHART_WIDTH, CHART_HEIGHT), |root| {
+        draw_nodes(input, root)
+    })
+}
+
+/// Renders the over-admission-versus-nodes chart into memory.
+pub fn render_nodes_rgb(input: &NodesChart) -> Result<RgbImage, ChartError> {
+    render_rgb((CHART_WIDTH, CHART_HEIGHT), |root| draw_nodes(input, root))
 }
 
 /// Renders the timeline into memory (for tests and embedding).

@@ -14,6 +14,7 @@ use super::probe::{Probes, judge};
 use super::progress::{Progress, ProgressTicker};
 use super::record::{DecisionLog, Outcome, Recording};
 use super::retry::RetryClient;
+use super::steps::{RunState, Steps};
 use crate::algorithm::Algorithm;
 use crate::limiter::{InsufficientCapacity, RateLimiter};
 use crate::registry::{Builtin, Entry};
@@ -63,16 +64,11 @@ pub(super) struct Driver<'a, A: Algorithm> {
     /// Each denial's earliest passing instant, probed or remembered; `None` for the
     /// silent second pass, which judges nothing.
     probes: Option<Probes>,
-    /// `None` for open clients.
-    retry: Option<RetryClient>,
-    comparison: Comparison,
-    record: Recording,
-    decisions: DecisionLog,
+    /// The retry client, comparison, recording, rows and first error.
+    run: RunState,
     progress: ProgressTicker<'a>,
     /// The silent open-client pass skips every key but this one.
     only_key: Option<u32>,
-    /// The first sink error: the run stops deciding and reports it.
-    error: Option<SimError>,
 }
 
 impl<'a, A: Algorithm> Driver<'a, A> {
@@ -103,84 +99,20 @@ impl<'a, A: Algorithm> Driver<'a, A> {
             limiter,
             janitor: Janitor::new(sc, heap_bytes),
             probes: (!silent).then(Probes::new),
-            retry,
-            comparison: Comparison::new(sc.client == ClientModel::Open && !silent, is_log),
-            record: Recording::new(sc, &name, job.track),
-            decisions: DecisionLog::new(name, job.sink),
+            run: RunState {
+                retry,
+                comparison: Comparison::new(sc.client == ClientModel::Open && !silent, is_log),
+                record: Recording::new(sc, &name, job.track),
+                decisions: DecisionLog::new(name, job.sink),
+                error: None,
+            },
             progress: ProgressTicker::new(job.progress, sc.duration),
             only_key,
-            error: None,
         }
     }
 }
 
-impl<A: Algorithm> Drive for Driver<'_, A> {
-    fn wants_reference(&self) -> bool {
-        self.comparison.wanted
-    }
-
-    fn is_reference(&self) -> bool {
-        self.comparison.is_reference
-    }
-
-    fn feed(
-        &mut self,
-        chunk: &[(u64, Arrival)],
-        log_allowed: Option<&[bool]>,
-        keys: &KeyTable,
-        mut decided: Option<&mut Vec<bool>>,
-    ) {
-        if self.error.is_some() {
-            return;
-        }
-        for (i, &(seq, a)) in chunk.iter().enumerate() {
-            // A log shorter than the chunk only follows a failed reference run, which
-            // fails the whole run anyway.
-            let log = log_allowed.and_then(|l| l.get(i).copied());
-            match self.arrive(Event::arrival(seq, a), log, keys) {
-                Ok(allowed) => {
-                    if let Some(d) = decided.as_deref_mut() {
-                        d.push(allowed);
-                    }
-                }
-                Err(e) => {
-                    self.error = Some(e);
-                    return;
-                }
-            }
-        }
-        self.record.track_admitted();
-    }
-
-    fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        while let Some(retry) = self.retry.as_mut().and_then(|r| r.pop_due(Nanos::MAX)) {
-            self.step(retry, None, keys)?;
-        }
-        self.record.track_admitted();
-        self.decisions.finish()?;
-        Ok((*self).outcome(keys))
-    }
-}
-
-impl<A: Algorithm> Driver<'_, A> {
-    /// Decides a new arrival, after the retries due at or before it: those were
-    /// scheduled earlier, so at the same instant they go first.
-    #[inline]
-    fn arrive(
-        &mut self,
-        event: Event,
-        log_allowed: Option<bool>,
-        keys: &KeyTable,
-    ) -> Result<bool, SimError> {
-        while let Some(retry) = self.retry.as_mut().and_then(|r| r.pop_due(event.time)) {
-            self.step(retry, None, keys)?;
-        }
-        self.step(event, log_allowed, keys)
-    }
-
+impl<A: Algorithm> Steps for Driver<'_, A> {
     /// Decides one request attempt and records what the metrics need; returns
     /// whether it was admitted.
     #[inline]
@@ -198,35 +130,37 @@ impl<A: Algorithm> Driver<'_, A> {
         self.clock.set(event.time);
         self.janitor.touch(event.key);
         let answer = self.decide(&event);
-        self.record.attempt(&event, answer.allowed);
+        self.run.record.attempt(&event, answer.allowed);
         if answer.allowed {
             self.admitted(&event);
         } else {
             self.denied(&event, answer);
         }
-        self.comparison.count(answer.allowed, log_allowed);
-        self.decisions.record(&event, &answer, keys)?;
+        self.run.comparison.count(answer.allowed, log_allowed);
+        self.run.decisions.record(&event, &answer, keys)?;
         self.progress.tick(event.time);
         Ok(answer.allowed)
     }
 
-    /// Asks the limiter, at the clock's current instant. A cost above the capacity is
-    /// refused before the key is looked up (so it creates no key), and its `remaining`
-    /// is then read without consuming.
+    #[inline]
+    fn state(&mut self) -> &mut RunState {
+        &mut self.run
+    }
+
+    fn state_ref(&self) -> &RunState {
+        &self.run
+    }
+
+    fn outcome(self, keys: &KeyTable) -> Outcome {
+        Driver::outcome(self, keys)
+    }
+}
+
+impl<A: Algorithm> Driver<'_, A> {
+    /// Asks the limiter, at the clock's current instant.
     #[inline]
     fn decide(&mut self, event: &Event) -> Answer {
-        match self.limiter.try_acquire_n_mut(&event.key, event.cost) {
-            Ok(d) => Answer {
-                allowed: d.allowed,
-                remaining: d.remaining,
-                retry_after: Some(d.retry_after),
-            },
-            Err(InsufficientCapacity { .. }) => Answer {
-                allowed: false,
-                remaining: self.limiter.peek(&event.key).remaining,
-                retry_after: None,
-            },
-        }
+        ask(&mut self.limiter, event)
     }
 
     /// `event` was admitted: what the probes remembered about its key no longer holds,
@@ -236,7 +170,7 @@ impl<A: Algorithm> Driver<'_, A> {
         if let Some(probes) = self.probes.as_mut() {
             probes.forget(event.key);
         }
-        if let Some(retry) = self.retry.as_mut() {
+        if let Some(retry) = self.run.retry.as_mut() {
             retry.admitted(event);
         }
     }
@@ -247,16 +181,16 @@ impl<A: Algorithm> Driver<'_, A> {
     #[inline]
     fn denied(&mut self, event: &Event, answer: Answer) {
         match (answer.retry_after, self.probes.as_mut()) {
-            (None, _) => self.record.m.never_fits += 1,
+            (None, _) => self.run.record.m.never_fits += 1,
             (Some(retry_after), Some(probes)) => {
                 let now = event.time;
                 let earliest =
                     probes.earliest(&mut self.limiter, event.key, event.cost, now, retry_after);
-                judge(&mut self.record.m, now, retry_after, earliest);
+                judge(&mut self.run.record.m, now, retry_after, earliest);
             }
             (Some(_), None) => {}
         }
-        if let Some(retry) = self.retry.as_mut() {
+        if let Some(retry) = self.run.retry.as_mut() {
             retry.denied(event, answer.retry_after);
         }
     }
@@ -267,14 +201,36 @@ impl<A: Algorithm> Driver<'_, A> {
         self.clock.set(sc.duration);
         self.janitor.sweep(&self.limiter, false);
         self.progress.finish();
-        let name = self.decisions.name;
-        let mut outcome = self.record.finish(sc, name, keys);
+        let name = self.run.decisions.name;
+        let mut outcome = self.run.record.finish(sc, name, keys);
         let m = &mut outcome.report.metrics;
-        match &self.retry {
-            None => self.comparison.report(m),
+        match &self.run.retry {
+            None => self.run.comparison.report(m),
             Some(retry) => retry.report(m),
         }
         self.janitor.report(m);
         outcome
+    }
+}
+
+/// Asks `limiter` about `event`, at its clock's current instant. A cost above the
+/// capacity is refused before the key is looked up (so it creates no key), and its
+/// `remaining` is then read without consuming.
+#[inline]
+pub(super) fn ask<A: Algorithm>(
+    limiter: &mut RateLimiter<A, u32, FakeClock>,
+    event: &Event,
+) -> Answer {
+    match limiter.try_acquire_n_mut(&event.key, event.cost) {
+        Ok(d) => Answer {
+            allowed: d.allowed,
+            remaining: d.remaining,
+            retry_after: Some(d.retry_after),
+        },
+        Err(InsufficientCapacity { .. }) => Answer {
+            allowed: false,
+            remaining: limiter.peek(&event.key).remaining,
+            retry_after: None,
+        },
     }
 }

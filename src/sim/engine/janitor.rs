@@ -72,8 +72,23 @@ impl<A: Algorithm> Janitor<A> {
         limiter: &RateLimiter<A, u32, FakeClock>,
         now: Nanos,
     ) {
+        self.catch_up_read(clock, limiter, now, |at| at);
+    }
+
+    /// [`catch_up`](Self::catch_up) for a limiter whose clock is not true time: each
+    /// sweep due at true time `at` runs at `reading(at)`, the earliest instant the
+    /// limiter can still be asked at afterwards (so no state it would still count is
+    /// evicted).
+    #[inline]
+    pub(super) fn catch_up_read(
+        &mut self,
+        clock: &FakeClock,
+        limiter: &RateLimiter<A, u32, FakeClock>,
+        now: Nanos,
+        reading: impl Fn(Nanos) -> Nanos,
+    ) {
         while let Some(at) = self.sweeps.next_due(now) {
-            clock.set(at);
+            clock.set(reading(at));
             self.sweep(limiter, true);
         }
     }

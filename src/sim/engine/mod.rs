@@ -37,17 +37,22 @@
 //! - `reference`: the exact reference and where a group gets its decisions.
 //! - `compare`: one algorithm's decisions counted against the reference's.
 //! - `dispatch`: algorithm names to monomorphised drivers (the one place).
-//! - `driver`: one algorithm's run, the per-arrival step.
+//! - `driver`: one algorithm's run on one server, the per-arrival step.
+//! - `steps`: how every driver is run (chunks, retries first, drain) and the state
+//!   every driver keeps.
 //! - `attempt`: one request attempt and the limiter's answer, passed between these.
 //! - `queue` and `retry`: the event queue and the retry clients.
 //! - `probe`: the earliest passing instant of each denial, and the advice judged.
 //! - `janitor`: the periodic idle-key sweep and memory samples.
 //! - `record`: counters, window counts, timeline and decision rows.
 //! - `progress`: progress units, shared across threads.
+//! - `deployment`: a scenario's `[deployment]`: several servers, a balancer and a
+//!   store, in true time (its own driver; a scenario without one never reaches it).
 
 mod attempt;
 mod chart_key;
 mod compare;
+mod deployment;
 mod dispatch;
 mod driver;
 mod group;
@@ -58,13 +63,14 @@ mod queue;
 mod record;
 mod reference;
 mod retry;
+mod steps;
 mod threads;
 
 pub use progress::PROGRESS_STEPS;
 
 use progress::Progress;
 
-use super::{DecisionSink, RuleReport, RunReport, Scenario, SimError};
+use super::{DecisionSink, DeploymentReport, RuleReport, RunReport, Scenario, SimError};
 use crate::registry::Registry;
 
 /// How to run. [`RunOptions::default()`] is the one source of the defaults; the CLI
@@ -128,6 +134,7 @@ pub fn run(
         rule: RuleReport::from(&scenario.rule),
         extra_limits: scenario.extra_limits.iter().map(RuleReport::from).collect(),
         client: scenario.client.name().to_string(),
+        deployment: scenario.deployment.as_ref().map(DeploymentReport::from),
         algorithms,
     })
 }

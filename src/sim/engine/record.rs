@@ -122,6 +122,7 @@ impl Recording {
                 window_counts: series.finish(),
                 window_key: tracker.tracked.map(|k| keys.name(k).to_string()),
                 timeline,
+                nodes: Vec::new(),
             },
             worst: tracker.worst_key,
             tracked_max: tracker.tracked_max,

@@ -76,7 +76,10 @@ fn share_reference(scenario: &Scenario, groups: &[Vec<Assigned<'_>>]) -> Vec<Sha
         g.iter()
             .any(|a| a.entry.builtin() == Some(Builtin::SlidingWindowLog))
     });
-    let (Some(owner), ClientModel::Open) = (owner, scenario.client) else {
+    let (Some(owner), ClientModel::Open, None) = (owner, scenario.client, scenario.deployment)
+    else {
+        // Under a deployment no run is the reference (the deployed log is compared
+        // with the one global log), so every group keeps its own copy of the log.
         return shares;
     };
     let mut senders = Vec::new();

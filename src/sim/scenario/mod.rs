@@ -13,12 +13,14 @@
 
 mod build;
 mod burst;
+mod deployment;
 mod error;
 mod raw;
 
 use std::path::{Path, PathBuf};
 
 pub(crate) use burst::burst_period;
+pub use deployment::{Balancer, Deployment, Store, StoreClock};
 pub use error::ScenarioError;
 
 use super::trace::{SkippedLines, TraceOptions, TraceReader};
@@ -53,6 +55,9 @@ pub struct Scenario {
     pub traffic: Vec<TrafficSpec>,
     /// How clients react to a denial.
     pub client: ClientModel,
+    /// Several servers behind a balancer (`[deployment]`); `None`: one server, the
+    /// limiter in its memory.
+    pub deployment: Option<Deployment>,
     /// The file this scenario was read from (relative paths resolve against its folder).
     pub path: PathBuf,
     /// The client whose trailing-window count the run records for the charts (`--key`);
@@ -333,6 +338,9 @@ impl Scenario {
                 }
                 _ => {}
             }
+        }
+        if let Some(why) = self.deployment.and_then(|d| d.split_error(&rule)) {
+            return Err(ScenarioError::file(&self.path, why));
         }
         self.rule = rule;
         self.extra_limits.clear();

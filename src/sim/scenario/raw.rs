@@ -36,6 +36,7 @@ pub(super) struct RawScenario {
     pub(super) limit: RawLimits,
     pub(super) traffic: Spanned<Vec<RawTraffic>>,
     pub(super) client: Option<RawClient>,
+    pub(super) deployment: Option<Spanned<RawDeployment>>,
 }
 
 /// One `[limit]` table, or one of several `[[limit]]` tables.
@@ -211,6 +212,19 @@ pub(super) struct RawClient {
     pub(super) kind: Option<Spanned<String>>,
     pub(super) max_retries: Option<Spanned<Whole<{ u32::MAX as u64 }>>>,
     pub(super) jitter: Option<Spanned<Dur>>,
+}
+
+/// The `[deployment]` table; the builder rejects fields the chosen store does not use.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDeployment {
+    pub(super) nodes: Option<Spanned<Whole<{ u32::MAX as u64 }>>>,
+    pub(super) balancer: Option<Spanned<String>>,
+    pub(super) store: Option<Spanned<String>>,
+    pub(super) latency: Option<Spanned<Dur>>,
+    pub(super) clock_skew: Option<Spanned<Dur>>,
+    pub(super) sync_interval: Option<Spanned<Dur>>,
+    pub(super) clock: Option<Spanned<String>>,
 }
 
 /// A whole number from 0 to `MAX`, whose messages name that range, never a Rust type

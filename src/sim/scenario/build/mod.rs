@@ -6,6 +6,7 @@
 //! `[[traffic]]` sources are built in [`sources`]. Nothing here reads a file or
 //! generates traffic.
 
+mod deployment;
 mod sources;
 mod trace;
 
@@ -85,6 +86,10 @@ impl Builder<'_> {
             None => ClientModel::Open,
             Some(c) => self.client(c)?,
         };
+        let deployment = match &raw.deployment {
+            None => None,
+            Some(d) => Some(self.deployment(d, &rule)?),
+        };
         Ok(Scenario {
             name,
             description: raw.description.trim().to_string(),
@@ -95,6 +100,7 @@ impl Builder<'_> {
             algorithms,
             traffic,
             client,
+            deployment,
             path: self.origin.to_path_buf(),
             chart_key: None,
         })

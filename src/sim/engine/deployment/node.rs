@@ -1,0 +1,92 @@
+//! One limiter of a deployment — a node's own, or the central store's — with its own
+//! clock and its own idle-key janitor.
+//!
+//! It holds state and answers; which instant it is asked at, and when, is the
+//! caller's (`cluster`, `synced`) to decide.
+
+use super::super::attempt::{Answer, Event};
+use super::super::driver::ask;
+use super::super::janitor::Janitor;
+use super::super::probe::{Probes, judge};
+use crate::algorithm::Algorithm;
+use crate::limiter::RateLimiter;
+use crate::sim::{Metrics, Scenario};
+use crate::time::{Clock, FakeClock, Nanos};
+
+/// A limiter on its own fake clock, with its janitor.
+pub(super) struct Limiter<A: Algorithm> {
+    pub(super) clock: FakeClock,
+    pub(super) limiter: RateLimiter<A, u32, FakeClock>,
+    janitor: Janitor<A>,
+    /// The most this limiter's clock can be behind true time (its sweeps run that much
+    /// earlier, so nothing it would still count is evicted).
+    behind: Nanos,
+    /// Judges each denial's `retry_after` against this limiter's state, when it alone
+    /// decides its requests (`local`, `local_split`, `shared`) and the run reports.
+    probes: Option<Probes>,
+}
+
+impl<A: Algorithm> Limiter<A> {
+    pub(super) fn new(
+        sc: &Scenario,
+        algorithm: A,
+        heap_bytes: Option<fn(&A::State) -> usize>,
+        behind: Nanos,
+    ) -> Self {
+        let clock = FakeClock::new(Nanos::ZERO);
+        Limiter {
+            limiter: RateLimiter::with_clock(algorithm, clock.clone()),
+            clock,
+            janitor: Janitor::new(sc, heap_bytes),
+            behind,
+            probes: None,
+        }
+    }
+
+    /// This limiter judges the advice of its denials (see `probe`).
+    pub(super) fn judged(mut self, judged: bool) -> Self {
+        self.probes = judged.then(Probes::new);
+        self
+    }
+
+    /// Runs the idle-key sweeps due by true time `now`, then sets the clock to `at`.
+    #[inline]
+    pub(super) fn advance(&mut self, now: Nanos, at: Nanos, key: u32) {
+        let behind = self.behind;
+        self.janitor
+            .catch_up_read(&self.clock, &self.limiter, now, |t| t - behind);
+        self.clock.set(at);
+        self.janitor.touch(key);
+    }
+
+    /// Decides `event` at the clock's instant (check and consume, atomically), and
+    /// judges a denial's advice into `m` when this limiter has probes.
+    #[inline]
+    pub(super) fn decide(&mut self, event: &Event, m: &mut Metrics) -> Answer {
+        let answer = ask(&mut self.limiter, event);
+        if let Some(probes) = self.probes.as_mut() {
+            match answer.retry_after {
+                _ if answer.allowed => probes.forget(event.key),
+                Some(retry_after) => {
+                    let now = self.clock.now();
+                    let earliest =
+                        probes.earliest(&mut self.limiter, event.key, event.cost, now, retry_after);
+                    judge(m, now, retry_after, earliest);
+                }
+                None => {}
+            }
+        }
+        answer
+    }
+
+    /// The final sweep at true time `end`, and the memory samples, added into `m`
+    /// (keys summed over the deployment's limiters, the largest state kept).
+    pub(super) fn report(&mut self, end: Nanos, m: &mut Metrics) {
+        self.clock.set(end - self.behind);
+        self.janitor.sweep(&self.limiter, false);
+        let mut own = Metrics::default();
+        self.janitor.report(&mut own);
+        m.peak_keys += own.peak_keys;
+        m.state_bytes_per_key = m.state_bytes_per_key.max(own.state_bytes_per_key);
+    }
+}

@@ -1,0 +1,119 @@
+//! How every driver is run: chunk by chunk (each arrival after the retries due
+//! before it), then drained; and [`RunState`], the parts of a run every driver keeps
+//! besides its limiters.
+//!
+//! The story only; deciding an attempt is each driver's own `step` (one server in
+//! `driver`, a deployment in `deployment`).
+
+use super::attempt::Event;
+use super::compare::Comparison;
+use super::driver::Drive;
+use super::record::{DecisionLog, Outcome, Recording};
+use super::retry::RetryClient;
+use crate::sim::traffic::Arrival;
+use crate::sim::{KeyTable, SimError};
+use crate::time::Nanos;
+
+/// What every driver keeps besides its limiters.
+pub(super) struct RunState {
+    /// `None` for open clients.
+    pub(super) retry: Option<RetryClient>,
+    pub(super) comparison: Comparison,
+    pub(super) record: Recording,
+    pub(super) decisions: DecisionLog,
+    /// The first sink error: the run stops deciding and reports it.
+    pub(super) error: Option<SimError>,
+}
+
+/// A driver: one attempt decided, its [`RunState`], and the metrics at the end.
+pub(super) trait Steps {
+    /// Decides one request attempt; returns whether it was admitted.
+    fn step(
+        &mut self,
+        event: Event,
+        log_allowed: Option<bool>,
+        keys: &KeyTable,
+    ) -> Result<bool, SimError>;
+    /// The run's state.
+    fn state(&mut self) -> &mut RunState;
+    /// The run's state, to read.
+    fn state_ref(&self) -> &RunState;
+    /// The run is over (every attempt decided and recorded): the metrics.
+    fn outcome(self, keys: &KeyTable) -> Outcome
+    where
+        Self: Sized;
+}
+
+/// Every driver is run the same way: chunk by chunk, then drained.
+impl<S: Steps> Drive for S {
+    fn wants_reference(&self) -> bool {
+        self.state_ref().comparison.wanted
+    }
+
+    fn is_reference(&self) -> bool {
+        self.state_ref().comparison.is_reference
+    }
+
+    fn feed(
+        &mut self,
+        chunk: &[(u64, Arrival)],
+        log_allowed: Option<&[bool]>,
+        keys: &KeyTable,
+        mut decided: Option<&mut Vec<bool>>,
+    ) {
+        if self.state().error.is_some() {
+            return;
+        }
+        for (i, &(seq, a)) in chunk.iter().enumerate() {
+            // A log shorter than the chunk only follows a failed reference run, which
+            // fails the whole run anyway.
+            let log = log_allowed.and_then(|l| l.get(i).copied());
+            match arrive(self, Event::arrival(seq, a), log, keys) {
+                Ok(allowed) => {
+                    if let Some(d) = decided.as_deref_mut() {
+                        d.push(allowed);
+                    }
+                }
+                Err(e) => {
+                    self.state().error = Some(e);
+                    return;
+                }
+            }
+        }
+        self.state().record.track_admitted();
+    }
+
+    fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
+        if let Some(e) = self.state().error.take() {
+            return Err(e);
+        }
+        while let Some(retry) = next_retry(self.state(), Nanos::MAX) {
+            self.step(retry, None, keys)?;
+        }
+        let run = self.state();
+        run.record.track_admitted();
+        run.decisions.finish()?;
+        Ok((*self).outcome(keys))
+    }
+}
+
+/// Decides a new arrival, after the retries due at or before it: those were
+/// scheduled earlier, so at the same instant they go first.
+#[inline]
+fn arrive<S: Steps>(
+    s: &mut S,
+    event: Event,
+    log_allowed: Option<bool>,
+    keys: &KeyTable,
+) -> Result<bool, SimError> {
+    while let Some(retry) = next_retry(s.state(), event.time) {
+        s.step(retry, None, keys)?;
+    }
+    s.step(event, log_allowed, keys)
+}
+
+/// The earliest queued retry due at or before `time`, if any.
+#[inline]
+fn next_retry(run: &mut RunState, time: Nanos) -> Option<Event> {
+    run.retry.as_mut().and_then(|r| r.pop_due(time))
+}

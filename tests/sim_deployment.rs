@@ -1,0 +1,321 @@
+//! Deployments (`[deployment]`): many servers, one limit. Analytic checks of each
+//! store, the balancers, validation at the offending field, and determinism.
+
+mod sim_support;
+
+use std::path::Path;
+
+use ratesim::sim::{RunReport, Scenario};
+use sim_support::*;
+
+/// `max` per 10 s, one client sending uniformly at `rate` per second for a minute,
+/// with `deployment` (TOML lines, or empty for none).
+fn steady(max: u64, rate: &str, deployment: &str) -> Scenario {
+    let text = format!(
+        "name = \"d\"\nduration = \"60s\"\nalgorithms = [\"all\"]\n\
+         [limit]\nmax_requests = {max}\nwindow = \"10s\"\n\
+         [[traffic]]\nkind = \"uniform\"\nrate = {rate}\n{deployment}"
+    );
+    parse_at(&text, Path::new("d.toml"))
+}
+
+fn over_admission(report: &RunReport, algorithm: &str) -> f64 {
+    let a = report.algorithms.iter().find(|a| a.name == algorithm);
+    a.unwrap_or_else(|| panic!("{algorithm} ran"))
+        .metrics
+        .over_admission
+}
+
+#[test]
+fn local_limiters_behind_round_robin_admit_nodes_times_the_limit() {
+    for nodes in [1u64, 2, 4, 8] {
+        // nodes × 5 per 10 s: every node sees exactly its own limit.
+        let rate = format!("{}", nodes as f64 * 0.5);
+        let sc = steady(
+            5,
+            &rate,
+            &format!("[deployment]\nnodes = {nodes}\nstore = \"local\""),
+        );
+        let report = run_quiet(&sc);
+        assert_eq!(
+            over_admission(&report, "sliding_window_log"),
+            nodes as f64,
+            "{nodes} nodes"
+        );
+        let nodes_csv = &report.algorithms[0].nodes;
+        assert_eq!(nodes_csv.len() as u64, nodes);
+        assert!(nodes_csv.iter().all(|n| n.attempts == 60 * 5 / 10));
+    }
+}
+
+#[test]
+fn a_shared_store_holds_the_limit_whatever_the_node_count() {
+    for nodes in [1u64, 2, 4, 8] {
+        let rate = format!("{}", nodes as f64 * 0.5);
+        let dep = format!("[deployment]\nnodes = {nodes}\nstore = \"shared\"\nlatency = \"2ms\"");
+        let report = run_quiet(&steady(5, &rate, &dep));
+        assert_eq!(
+            over_admission(&report, "sliding_window_log"),
+            1.0,
+            "{nodes} nodes"
+        );
+    }
+}
+
+#[test]
+fn shared_with_no_latency_and_no_skew_is_byte_identical_to_one_server() {
+    for client in [
+        "",
+        "[client]\nkind = \"retry\"\nmax_retries = 2\njitter = \"10ms\"",
+    ] {
+        let one = steady(5, "1.7", client);
+        let dep =
+            format!("{client}\n[deployment]\nnodes = 3\nstore = \"shared\"\nbalancer = \"random\"");
+        let many = steady(5, "1.7", &dep);
+        let (a, rows_a) = run_capturing(&one, 1);
+        let (b, rows_b) = run_capturing(&many, 1);
+        assert_eq!(rows_a, rows_b, "decisions ({client})");
+        for (x, y) in a.algorithms.iter().zip(&b.algorithms) {
+            assert_eq!(x.metrics, y.metrics, "{} ({client})", x.name);
+            assert_eq!(x.window_counts, y.window_counts, "{}", x.name);
+            assert_eq!(x.timeline, y.timeline, "{}", x.name);
+        }
+    }
+}
+
+/// One client's requests at `times_ms` under `limit` (TOML lines) and `deployment`.
+fn replay(times_ms: &[u64], limit: &str, deployment: &str) -> RunReport {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("time_s,key\n");
+    for t in times_ms {
+        csv.push_str(&format!("{}.{:03},c\n", t / 1000, t % 1000));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = format!(
+        "name = \"r\"\nduration = \"10s\"\nalgorithms = [\"all\"]\n[limit]\n{limit}\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n[deployment]\n{deployment}"
+    );
+    run_quiet(&parse_at(&text, &dir.path().join("r.toml")))
+}
+
+/// A 1-per-10s limit on one client, requests at `times_ms`, `shared_racy` at 10 ms.
+fn racy(times_ms: &[u64]) -> RunReport {
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    replay(
+        times_ms,
+        limit,
+        "nodes = 2\nstore = \"shared_racy\"\nlatency = \"10ms\"",
+    )
+}
+
+#[test]
+fn no_idle_sweep_forgets_a_state_a_later_stamp_still_counts() {
+    // 1 per 1 s, stamped by the nodes, 400 ms to the store. The entry admitted at
+    // 0.7 s counts until 1.7 s; the request at 1.65 s reaches the store at 2.05 s,
+    // after the sweep due at 2 s, but its stamp is 1.65 s: it must be denied.
+    let limit = "max_requests = 1\nwindow = \"1s\"";
+    for store in ["\"shared\"\nclock = \"node\"", "\"shared_racy\""] {
+        let dep = format!("nodes = 2\nstore = {store}\nlatency = \"400ms\"");
+        let report = replay(&[700, 1650], limit, &dep);
+        assert_eq!(
+            over_admission(&report, "sliding_window_log"),
+            1.0,
+            "{store}"
+        );
+    }
+}
+
+#[test]
+fn shared_racy_over_admits_exactly_when_a_read_falls_before_the_last_write_lands() {
+    // Request at 0 reads at 10 ms and writes at 30 ms. A request at 5 ms reads at
+    // 15 ms: stale, both pass. At 20 ms it reads at 30 ms, when the write lands
+    // (writes land first): denied. At 25 ms, plainly after: denied.
+    for (times, expected) in [
+        ([0, 5], 2.0),
+        ([0, 19], 2.0),
+        ([0, 20], 1.0),
+        ([0, 25], 1.0),
+    ] {
+        let report = racy(&times);
+        assert_eq!(report.algorithms.len(), 6);
+        for a in &report.algorithms {
+            let got = a.metrics.over_admission;
+            assert_eq!(got, expected, "{} on requests at {times:?} ms", a.name);
+        }
+    }
+}
+
+#[test]
+fn local_split_gives_each_node_its_share_and_denies_a_sticky_client() {
+    // 10 per 10 s over 4 nodes: shares 3, 3, 2, 2. One client, sticky: one node.
+    let dep = "[deployment]\nnodes = 4\nstore = \"local_split\"\nbalancer = \"key_hash\"";
+    let report = run_quiet(&steady(10, "1", dep));
+    let log = report
+        .algorithms
+        .iter()
+        .find(|a| a.name == "sliding_window_log")
+        .unwrap();
+    let busy: Vec<_> = log.nodes.iter().filter(|n| n.attempts > 0).collect();
+    assert_eq!(busy.len(), 1, "{:?}", log.nodes);
+    let share = if busy[0].node < 2 { 3 } else { 2 };
+    assert_eq!(log.metrics.max_in_window, share);
+    // Round robin spreads it: the whole limit again.
+    let rr = run_quiet(&steady(
+        10,
+        "1",
+        "[deployment]\nnodes = 4\nstore = \"local_split\"",
+    ));
+    assert_eq!(over_admission(&rr, "sliding_window_log"), 1.0);
+}
+
+#[test]
+fn synced_limiters_over_admit_between_exchanges_and_less_with_shorter_intervals() {
+    // 4 nodes, 5 per 10 s, 2 per second offered.
+    let run = |interval: &str| {
+        let dep =
+            format!("[deployment]\nnodes = 4\nstore = \"synced\"\nsync_interval = \"{interval}\"");
+        over_admission(&run_quiet(&steady(5, "2", &dep)), "sliding_window_log")
+    };
+    let (slow, fast) = (run("20s"), run("100ms"));
+    assert!(slow > fast, "20s: {slow}, 100ms: {fast}");
+    assert!(fast <= 1.2, "100ms: {fast}");
+    assert!(slow >= 3.0, "20s: {slow}");
+}
+
+#[test]
+fn skewed_node_clocks_on_a_shared_store_stamped_by_the_nodes_over_admit() {
+    // Two nodes, one 1 s behind and one 1 s ahead, share a sliding log stamped by the
+    // nodes: an entry stamped by the slow node expires 2 s early for the fast one.
+    let dep = |clock: &str, skew: &str| {
+        format!("[deployment]\nnodes = 2\nstore = \"shared\"\nclock = \"{clock}\"\n{skew}")
+    };
+    let skewed = run_quiet(&steady(5, "2", &dep("node", "clock_skew = \"1s\"")));
+    let store = run_quiet(&steady(5, "2", &dep("store", "")));
+    assert!(over_admission(&skewed, "sliding_window_log") > 1.0);
+    assert_eq!(over_admission(&store, "sliding_window_log"), 1.0);
+    let offsets: Vec<i64> = skewed.algorithms[0]
+        .nodes
+        .iter()
+        .map(|n| n.clock_offset_ns)
+        .collect();
+    assert_eq!(offsets, [-1_000_000_000, 1_000_000_000]);
+}
+
+#[test]
+fn deployments_are_identical_on_any_number_of_threads() {
+    let deps = [
+        "[deployment]\nnodes = 3\nstore = \"local\"\nbalancer = \"random\"\nclock_skew = \"30ms\"",
+        "[deployment]\nnodes = 3\nstore = \"shared_racy\"\nlatency = \"40ms\"",
+        "[deployment]\nnodes = 3\nstore = \"synced\"\nlatency = \"5ms\"\nsync_interval = \"500ms\"",
+    ];
+    for dep in deps {
+        for client in ["", "[client]\nkind = \"retry\"\njitter = \"5ms\""] {
+            let sc = steady(5, "3.3", &format!("{client}\n{dep}"));
+            let (a, rows_a) = run_capturing(&sc, 1);
+            let (b, rows_b) = run_capturing(&sc, 4);
+            assert_eq!(a, b, "{dep} {client}");
+            assert_eq!(rows_a, rows_b, "{dep} {client}");
+        }
+    }
+}
+
+#[test]
+fn a_field_the_store_does_not_use_is_an_error_at_that_field() {
+    let cases = [
+        (
+            "store = \"local\"\nlatency = \"2ms\"",
+            3,
+            "`latency` applies only",
+        ),
+        (
+            "store = \"shared\"\nsync_interval = \"1s\"",
+            3,
+            "`sync_interval` applies only",
+        ),
+        (
+            "store = \"local\"\nclock = \"node\"",
+            3,
+            "`clock` applies only",
+        ),
+        (
+            "store = \"shared\"\nclock_skew = \"5ms\"",
+            3,
+            "`clock_skew` has no effect",
+        ),
+        ("store = \"etcd\"", 2, "unknown store `etcd`"),
+        ("balancer = \"least_conn\"", 2, "unknown balancer"),
+        ("nodes = 0", 2, "at least 1 node"),
+        (
+            "nodes = 11\nstore = \"local_split\"",
+            2,
+            "cannot give every node",
+        ),
+    ];
+    for (fields, line, message) in cases {
+        let text = format!(
+            "name = \"d\"\nduration = \"1s\"\n[limit]\nmax_requests = 10\nwindow = \"1s\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = 1\n[deployment]\nnodes = 2\n{fields}"
+        )
+        .replacen("nodes = 2\nnodes", "nodes", 1);
+        let err = Scenario::parse(&text, Path::new("d.toml")).unwrap_err();
+        let expected_line = 9 + line - if fields.starts_with("nodes") { 1 } else { 0 };
+        assert_eq!(
+            err.position.map(|p| p.0),
+            Some(expected_line),
+            "{fields}: {err}"
+        );
+        assert!(err.message.contains(message), "{fields}: {err}");
+    }
+}
+
+/// The bundled scenario `file` on the sliding log alone, after `edit`.
+fn bundled_log(file: &str, edit: impl FnOnce(&mut Scenario)) -> ratesim::sim::Metrics {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(file);
+    let mut s = load(&path);
+    s.set_algorithms(&["sliding_window_log"], ratesim::Registry::builtin())
+        .unwrap();
+    edit(&mut s);
+    run_quiet(&s).algorithms[0].metrics.clone()
+}
+
+#[test]
+fn each_bundled_deployment_scenario_teaches_what_its_description_says() {
+    let m = |file| bundled_log(file, |_| {});
+    assert_eq!(m("nodes_local.toml").over_admission, 4.0);
+    let sticky = m("nodes_split_sticky.toml");
+    assert!(sticky.over_admission <= 0.5, "{sticky:?}");
+    assert!(
+        sticky.false_deny.unwrap() > sticky.allowed / 2,
+        "{sticky:?}"
+    );
+    assert!(m("nodes_racy.toml").over_admission > 2.0);
+    assert!(m("nodes_skew.toml").over_admission > 1.0);
+    assert_eq!(m("nodes_synced.toml").over_admission, 4.0);
+}
+
+#[test]
+fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names() {
+    let atomic_on_the_store_clock = |s: &mut Scenario| {
+        let d = s.deployment.as_mut().unwrap();
+        d.store = ratesim::sim::Store::Shared {
+            clock: ratesim::sim::StoreClock::Store,
+        };
+        d.clock_skew = ratesim::Nanos::ZERO;
+    };
+    for file in ["nodes_racy.toml", "nodes_skew.toml"] {
+        let m = bundled_log(file, atomic_on_the_store_clock);
+        assert_eq!(m.over_admission, 1.0, "{file}");
+    }
+    let faster_sync = |s: &mut Scenario| {
+        let d = s.deployment.as_mut().unwrap();
+        d.store = ratesim::sim::Store::Synced {
+            sync_interval: ratesim::Nanos::from_millis(100),
+        };
+    };
+    assert_eq!(
+        bundled_log("nodes_synced.toml", faster_sync).over_admission,
+        1.6
+    );
+}
