@@ -20,6 +20,8 @@ pub(super) struct Recording {
     admitted: Vec<(u32, Nanos, u64)>,
     timeline: Timeline,
     timeline_cursor: BucketCursor,
+    /// Per key: it has seen a denial (counted once in `clients_denied`).
+    denied_keys: Vec<bool>,
 }
 
 /// A run's measurements once it is over, and what decides whether a second pass must
@@ -52,6 +54,7 @@ impl Recording {
             admitted: Vec::new(),
             timeline_cursor: BucketCursor::new(timeline.bucket),
             timeline,
+            denied_keys: Vec::new(),
         }
     }
 
@@ -70,6 +73,23 @@ impl Recording {
             self.admitted.push((event.key, event.time, event.cost));
         } else {
             m.denied += 1;
+            if event.attempt == 0 {
+                m.requests_denied += 1;
+            }
+            self.denied_key(event.key);
+        }
+    }
+
+    /// Counts `key` in `clients_denied` the first time it is denied.
+    #[inline]
+    fn denied_key(&mut self, key: u32) {
+        let i = key as usize;
+        if i >= self.denied_keys.len() {
+            self.denied_keys.resize(i + 1, false);
+        }
+        if !self.denied_keys[i] {
+            self.denied_keys[i] = true;
+            self.m.clients_denied += 1;
         }
     }
 
@@ -107,6 +127,8 @@ impl Recording {
         m.over_admission = tracker.max as f64 / sc.rule.max_requests() as f64;
         m.excess = tracker.excess;
         m.allow_rate = (m.attempts > 0).then(|| m.allowed as f64 / m.attempts as f64);
+        m.requests_denied_share =
+            (m.requests > 0).then(|| m.requests_denied as f64 / m.requests as f64);
         Outcome {
             report: AlgorithmReport {
                 name,
