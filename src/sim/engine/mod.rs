@@ -44,6 +44,7 @@
 //! - `janitor`: the periodic idle-key sweep and memory samples.
 //! - `record`: counters, window counts, timeline and decision rows.
 //! - `progress`: progress units, shared across threads.
+//! - `sweep`: one stream fanned out to many configurations of the limit.
 
 mod attempt;
 mod compare;
@@ -57,13 +58,15 @@ mod queue;
 mod record;
 mod reference;
 mod retry;
+mod sweep;
 mod threads;
 
 pub use progress::PROGRESS_STEPS;
+pub use sweep::sweep;
 
 use progress::Progress;
 
-use super::{DecisionSink, RuleReport, RunReport, Scenario, SimError};
+use super::{AlgorithmReport, DecisionSink, RuleReport, RunReport, Scenario, SimError};
 use crate::registry::Registry;
 
 /// How to run. [`RunOptions::default()`] is the one source of the defaults; the CLI
@@ -119,7 +122,12 @@ pub fn run(
     let groups = threads::deal(scenario, options.registry, threads, sinks)?;
     let progress = Progress::new(scenario.algorithms.len(), options.progress);
     let algorithms = threads::run_groups(scenario, groups, &progress)?;
-    Ok(RunReport {
+    Ok(report_of(scenario, algorithms))
+}
+
+/// The report of `scenario`'s run, from its algorithms' results.
+fn report_of(scenario: &Scenario, algorithms: Vec<AlgorithmReport>) -> RunReport {
+    RunReport {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
         seed: scenario.seed,
@@ -128,5 +136,5 @@ pub fn run(
         extra_limits: scenario.extra_limits.iter().map(RuleReport::from).collect(),
         client: scenario.client.name().to_string(),
         algorithms,
-    })
+    }
 }

@@ -14,6 +14,7 @@
 mod build;
 mod burst;
 mod error;
+mod keep_traffic;
 mod raw;
 
 use std::path::{Path, PathBuf};
