@@ -14,12 +14,13 @@ use ratesim::report::{
 use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
 use ratesim::{Registry, Rule};
 
-use super::{Failure, Format, algos_flag, input, parse_limit, parse_seed, print};
+use super::{Failure, Format, algos_flag, input, parse_burst, parse_limit, parse_seed, print};
 
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim run scenarios/burst.toml
   ratesim run scenarios/poisson.toml --algos fixed_window,sliding_window_log --seed 3
-  ratesim run scenarios/zipf_keys.toml --no-decisions --format json > summary.json";
+  ratesim run scenarios/zipf_keys.toml --no-decisions --format json > summary.json
+  ratesim run scenarios/nginx_log.toml --limit 200/10s --burst 400 --algos gcra";
 
 // The flags of `run` (its about text is on `Command::Run`).
 #[derive(Debug, Args)]
@@ -46,6 +47,10 @@ pub(super) struct Common {
     /// 10/250ms); boundary bursts of the old limit's size follow the new one.
     #[arg(long, value_name = "MAX/WINDOW", value_parser = parse_limit)]
     pub(super) limit: Option<Rule>,
+    /// With --limit, the bucket capacity of the token and leaky buckets and GCRA
+    /// [default: the new limit's MAX].
+    #[arg(long, value_name = "B", value_parser = parse_burst, requires = "limit")]
+    burst: Option<u64>,
     /// How to print the summary on stdout (csv and json: the rows of summary.csv and
     /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -107,6 +112,12 @@ pub(super) fn apply_overrides(
     built_in: bool,
 ) -> Result<(), Failure> {
     if let Some(rule) = common.limit {
+        let rule = match common.burst {
+            Some(b) => rule
+                .with_burst(b)
+                .map_err(|e| input(anyhow::Error::new(e).context("--burst")))?,
+            None => rule,
+        };
         set_limit(scenario, rule, built_in)?;
     }
     if let Some(seed) = common.seed {
