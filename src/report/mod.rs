@@ -51,6 +51,7 @@ pub mod progress;
 pub mod run;
 pub mod runs;
 pub mod summary;
+pub mod sweep;
 pub mod table;
 
 /// File name of the per-decision CSV.
@@ -85,9 +86,9 @@ pub const OUTPUT_FILES: [&str; 8] = [
 
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
 pub use charts::{
-    ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
-    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, register_fonts,
-    render_over_admission, render_timeline, render_window_counts,
+    ChartError, FrontierChart, FrontierPoint, OverAdmissionChart, TimelineBinner, TimelineBucket,
+    TimelineChart, TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries,
+    register_fonts, render_over_admission, render_timeline, render_window_counts,
 };
 pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, csv_string,
@@ -103,6 +104,7 @@ pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
 pub use runs::{comparison_csv, render_comparison, render_runs, summary_csv, summary_json};
 pub use summary::{RetryOutcome, SummaryRow, format_ratio};
+pub use sweep::{Goal, SweepHeading, SweepRow, render_sweep, sweep_rows, write_sweep};
 pub use table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_rows, render_summary_table,
 };

@@ -82,6 +82,10 @@ pub(super) enum LegendMark {
     Dashed(RGBColor),
     Tick(RGBColor),
     Block(RGBColor),
+    /// A filled dot, as a scatter plot's points.
+    Dot(RGBColor),
+    /// A ring: a hollow point, or (thick) a point's outline.
+    Ring(RGBColor, u32),
 }
 
 /// Draws legend entries left to right from `(x, y)` (pixel coordinates, y = centre).
@@ -124,6 +128,10 @@ fn draw_legend_mark<DB: DrawingBackend>(
             [(x + 4, y - 9), (x + 26, y + 9)],
             color.filled(),
         )),
+        LegendMark::Dot(color) => area.draw(&Circle::new((x + 15, y), 7, color.filled())),
+        LegendMark::Ring(color, width) => {
+            area.draw(&Circle::new((x + 15, y), 8, color.stroke_width(*width)))
+        }
     }
 }
 

@@ -34,11 +34,13 @@ use thiserror::Error;
 use super::output::{OutputError, TempPath};
 
 mod frame;
+mod frontier;
 mod over_admission;
 mod palette;
 mod timeline;
 mod window_counts;
 
+pub use frontier::{FrontierChart, FrontierPoint, draw_frontier};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
 pub use palette::algorithm_color;
 pub use timeline::{
@@ -122,6 +124,13 @@ pub fn render_over_admission(
 ) -> Result<PathBuf, ChartError> {
     let size = lane_chart_size(input.bars.len());
     render_png(path, size, |root| draw_over_admission(input, root))
+}
+
+/// Writes a sweep's frontier PNG to `path` atomically.
+pub fn render_frontier(input: &FrontierChart, path: &Path) -> Result<PathBuf, ChartError> {
+    render_png(path, (CHART_WIDTH, CHART_HEIGHT + 100), |root| {
+        draw_frontier(input, root)
+    })
 }
 
 /// Renders the timeline into memory (for tests and embedding).
