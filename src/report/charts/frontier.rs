@@ -234,7 +234,7 @@ fn draw_point<DB: DrawingBackend>(
 }
 
 /// Labels each distinct front point with its first row (`gcra 100/10s`) and how many
-/// other rows share its numbers, going up and left to right so labels stack rather
+/// other rows share its numbers, stepping down left to right so labels stack rather
 /// than overlap.
 fn draw_front_labels<DB: DrawingBackend>(
     chart: &mut Plot<'_, DB>,
@@ -251,15 +251,17 @@ fn draw_front_labels<DB: DrawingBackend>(
         }
     }
     spots.sort_by_key(|(p, _)| p.clients_denied);
-    let style = font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Bottom));
+    // Below and to the right: few rows admit less than the limit, so that corner is
+    // usually empty.
+    let style = font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Top));
     for (i, (p, more)) in spots.into_iter().enumerate() {
         let mut text = format!("{} {}", display_name(&p.algorithm), p.config);
         if more > 0 {
             text.push_str(&format!(" (and {more} more with these numbers)"));
         }
-        let lift = -14 - 24 * (i as i32 % 3);
+        let drop = 12 + 24 * (i as i32 % 3);
         chart.draw_series(iter::once(
-            EmptyElement::at(dodge.at(p)) + Text::new(text, (14, lift), style.clone()),
+            EmptyElement::at(dodge.at(p)) + Text::new(text, (14, drop), style.clone()),
         ))?;
     }
     Ok(())

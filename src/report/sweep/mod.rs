@@ -268,10 +268,11 @@ fn frontier_chart(
     registry: &Registry,
 ) -> FrontierChart {
     let front = pareto_front(rows);
-    let points = rows
-        .iter()
-        .zip(front)
-        .filter(|(r, _)| !r.repeats)
+    // In the table's order, so rows that share a spot are labelled by the least
+    // restrictive of them; repeats are left out.
+    let points = table_order(rows)
+        .into_iter()
+        .map(|i| (&rows[i], front[i]))
         .map(|(r, on_front)| FrontierPoint {
             algorithm: r.metrics.algorithm.clone(),
             slot: registry

@@ -15,7 +15,7 @@ const HEADERS: [&str; 9] = [
     "clients denied",
     "requests denied",
     "over-admission",
-    "false allow / deny vs sliding log",
+    "false allow / deny vs log",
     "goal",
 ];
 
@@ -116,8 +116,9 @@ fn cells(r: &SweepRow) -> Vec<String> {
 
 /// How many rows meet the goals, and which is least restrictive.
 fn verdict(rows: &[SweepRow], goals: &str) -> String {
-    let met = rows.iter().filter(|r| r.meets_goal == Some(true)).count();
-    let mut out = format!("goal {goals}: {met} of {} rows meet it", rows.len());
+    let listed: Vec<&SweepRow> = rows.iter().filter(|r| !r.repeats).collect();
+    let met = listed.iter().filter(|r| r.meets_goal == Some(true)).count();
+    let mut out = format!("goal {goals}: {met} of {} rows meet it", listed.len());
     match least_restrictive(rows) {
         Some(best) => {
             let m = &best.metrics;
