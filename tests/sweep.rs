@@ -221,25 +221,23 @@ mod cli {
     fn the_least_restrictive_row_meets_the_goal_and_denies_the_fewest_clients() {
         let t = tempfile::tempdir().unwrap();
         let scenario = nginx();
-        let stdout = ok(
-            t.path(),
-            &[
-                "sweep",
-                &scenario,
-                "--set",
-                "max_requests=50,100,200",
-                "--goal",
-                "over_admission<=1.0",
-                "--goal",
-                "false_deny<=0",
-                "--out",
-                "s",
-                "--quiet",
-                "--no-charts",
-                "--format",
-                "json",
-            ],
-        );
+        let mut args = vec![
+            "sweep",
+            &scenario,
+            "--set",
+            "max_requests=50,100,200",
+            "--goal",
+            "over_admission<=1.0",
+            "--goal",
+            "false_deny<=0",
+            "--out",
+            "s",
+            "--quiet",
+            "--no-charts",
+        ];
+        let table = ok(t.path(), &args);
+        args.extend(["--format", "json"]);
+        let stdout = ok(t.path(), &args);
         let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
         assert_eq!(rows.len(), 3 * 6);
         let met: Vec<&serde_json::Value> =
@@ -251,23 +249,6 @@ mod cli {
         }
         // The sliding log is exact, so it always meets both.
         assert!(met.iter().any(|r| r["algorithm"] == "sliding_window_log"));
-        let table = ok(
-            t.path(),
-            &[
-                "sweep",
-                &scenario,
-                "--set",
-                "max_requests=50,100,200",
-                "--goal",
-                "over_admission<=1.0",
-                "--goal",
-                "false_deny<=0",
-                "--out",
-                "s",
-                "--quiet",
-                "--no-charts",
-            ],
-        );
         let fewest = met
             .iter()
             .map(|r| r["clients_denied"].as_u64().unwrap())

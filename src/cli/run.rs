@@ -120,10 +120,20 @@ pub(super) fn apply_overrides(
         };
         set_limit(scenario, rule, built_in)?;
     }
-    if let Some(seed) = common.seed {
+    set_seed_and_algos(scenario, common.seed, common.algos.as_deref(), registry)
+}
+
+/// Applies `--seed` and `--algos` (of `run`, `compare` or `sweep`) to a scenario.
+pub(super) fn set_seed_and_algos(
+    scenario: &mut Scenario,
+    seed: Option<u64>,
+    algos: Option<&[String]>,
+    registry: &Registry,
+) -> Result<(), Failure> {
+    if let Some(seed) = seed {
         scenario.seed = seed;
     }
-    if let Some(algos) = &common.algos {
+    if let Some(algos) = algos {
         scenario
             .set_algorithms(algos_flag(algos)?, registry)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;

@@ -13,7 +13,7 @@ use ratesim::report::{self, Progress, TableOptions};
 use ratesim::sim::{self, RunOptions, Scenario};
 use ratesim::{Nanos, Registry, Rule};
 
-use super::{Failure, Format, algos_flag, input, parse_positive, parse_seed, print};
+use super::{Failure, Format, input, parse_positive, parse_seed, print};
 
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim sweep scenarios/nginx_log.toml --set max_requests=50,100,200 --set window=10s,60s
@@ -177,14 +177,7 @@ fn configurations(sets: &[SetFlag], scenario: &Rule) -> Result<Vec<Rule>, Failur
 
 pub(super) fn sweep(args: &SweepArgs, registry: &Registry) -> Result<(), Failure> {
     let mut scenario = Scenario::load_with(&args.scenario, registry).map_err(input)?;
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-    }
-    if let Some(algos) = &args.algos {
-        scenario
-            .set_algorithms(algos_flag(algos)?, registry)
-            .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
-    }
+    super::run::set_seed_and_algos(&mut scenario, args.seed, args.algos.as_deref(), registry)?;
     let rules = configurations(&args.sets, &scenario.rule)?;
     for (trace, skipped) in scenario.read_traces().map_err(input)? {
         eprintln!("ratesim: warning: {}", skipped.describe(&trace));
