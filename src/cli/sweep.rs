@@ -34,7 +34,7 @@ the goals has the fewest clients denied, then the fewest requests denied, then t
 highest rate (max_requests ÷ window), then the largest burst.";
 
 /// At most this many configurations: each runs every algorithm at once, in memory.
-const MAX_CONFIGS: usize = 10_000;
+const MAX_CONFIGS: usize = 1_000;
 
 /// The fields `--set` can sweep.
 const FIELDS: [&str; 3] = ["max_requests", "window", "burst"];

@@ -52,6 +52,8 @@ pub(super) struct Job<'a> {
     pub(super) progress: Option<&'a Progress<'a>>,
     /// The key whose window count to draw; `None` = the first key admitted.
     pub(super) track: Option<u32>,
+    /// Keep the window-count series and the timeline (`false` for a sweep).
+    pub(super) series: bool,
 }
 
 /// The state of one algorithm's run between chunks.
@@ -105,7 +107,7 @@ impl<'a, A: Algorithm> Driver<'a, A> {
             probes: (!silent).then(Probes::new),
             retry,
             comparison: Comparison::new(sc.client == ClientModel::Open && !silent, is_log),
-            record: Recording::new(sc, &name, job.track),
+            record: Recording::new(sc, &name, job.track, job.series),
             decisions: DecisionLog::new(name, job.sink),
             progress: ProgressTicker::new(job.progress, sc.duration),
             only_key,

@@ -50,6 +50,7 @@ pub(super) fn run_group<'a>(
             sink: Some(a.sink),
             progress: Some(progress),
             track: None,
+            series: true,
         };
         drivers.push(driver(job));
         owners.push((a.index, a.entry));
@@ -96,6 +97,7 @@ fn second_pass<'a>(
         sink: None,
         progress: None,
         track: Some(worst),
+        series: true,
     };
     Some(driver(job))
 }

@@ -22,6 +22,9 @@ pub(super) struct Recording {
     timeline_cursor: BucketCursor,
     /// Per key: it has seen a denial (counted once in `clients_denied`).
     denied_keys: Vec<bool>,
+    /// Keep the window-count series and the timeline (a sweep does not: it reports
+    /// metrics only, for hundreds of runs at once).
+    keep_series: bool,
 }
 
 /// A run's measurements once it is over, and what decides whether a second pass must
@@ -34,9 +37,21 @@ pub(super) struct Outcome {
 
 impl Recording {
     /// `track`: the key whose window count to draw; `None` = the first key admitted.
-    pub(super) fn new(sc: &Scenario, name: &str, track: Option<u32>) -> Recording {
+    /// Without `keep_series`, the series and the timeline stay empty (and take no
+    /// memory); every metric is the same.
+    pub(super) fn new(
+        sc: &Scenario,
+        name: &str,
+        track: Option<u32>,
+        keep_series: bool,
+    ) -> Recording {
         let rule = sc.rule;
-        let timeline = Timeline::new(sc.duration);
+        let span = if keep_series {
+            sc.duration
+        } else {
+            Nanos::ZERO
+        };
+        let timeline = Timeline::new(span);
         let mut tracker = WindowTracker::new(rule.window(), rule.max_requests());
         if let Some(key) = track {
             tracker.track(key);
@@ -50,11 +65,12 @@ impl Recording {
                 ..Metrics::default()
             },
             tracker,
-            series: SeriesThinner::new(sc.duration),
+            series: SeriesThinner::new(span),
             admitted: Vec::new(),
             timeline_cursor: BucketCursor::new(timeline.bucket),
             timeline,
             denied_keys: Vec::new(),
+            keep_series,
         }
     }
 
@@ -98,9 +114,14 @@ impl Recording {
     /// short loop of independent counter updates lets the processor overlap their
     /// cache misses, which interleaved with decisions it could not.
     pub(super) fn track_admitted(&mut self) {
+        let keep = self.keep_series;
         for &(key, at, cost) in &self.admitted {
             let series = &mut self.series;
-            self.tracker.admit(key, at, cost, |t, c| series.push(t, c));
+            self.tracker.admit(key, at, cost, |t, c| {
+                if keep {
+                    series.push(t, c);
+                }
+            });
         }
         self.admitted.clear();
     }
@@ -112,9 +133,14 @@ impl Recording {
             mut tracker,
             mut series,
             timeline,
+            keep_series,
             ..
         } = self;
-        tracker.finish(sc.duration, |t, c| series.push(t, c));
+        tracker.finish(sc.duration, |t, c| {
+            if keep_series {
+                series.push(t, c);
+            }
+        });
         m.max_in_window = tracker.max;
         // The worst key is the one whose series `window_counts` shows: the tracked key
         // when it ties with the first key to reach the maximum (no second pass then),

@@ -200,6 +200,7 @@ fn work<'a>(
                         sink: Some(Box::new(NoopSink)),
                         progress: Some(progress),
                         track: None,
+                        series: false,
                     })
                 })
                 .collect();
