@@ -81,7 +81,7 @@ pub fn draw_frontier<DB: DrawingBackend>(
             draw_point(&mut chart, p, dodge.at(p))?;
         }
     }
-    draw_front_labels(&mut chart, &points, &dodge)
+    draw_front_labels(&mut chart, &points, &dodge, y_max * 1.15)
 }
 
 /// Counts are whole numbers, so many rows share an x: each algorithm's points are
@@ -152,9 +152,11 @@ fn draw_axes<'a, DB: DrawingBackend>(
         .x_label_area_size(70)
         .y_label_area_size(90)
         .build_cartesian_2d(-0.5..x_end, 0.0..y_end)?;
+    // Whole clients only: ticks between them stay unlabelled.
     let x_fmt = |v: &f64| {
-        if v.fract() == 0.0 && *v >= 0.0 {
-            format!("{v:.0}")
+        let whole = v.round();
+        if (v - whole).abs() < 1e-9 && whole >= 0.0 {
+            format!("{whole:.0}")
         } else {
             String::new()
         }
@@ -170,7 +172,8 @@ fn draw_axes<'a, DB: DrawingBackend>(
         .y_desc("over-admission (most admitted in a window ÷ limit)")
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .x_labels(12)
+        // Few enough ticks that a short axis steps by whole clients.
+        .x_labels(((x_end + 1.5) as usize).clamp(2, 12))
         .y_labels(8)
         .axis_desc_style(font(AXIS_TITLE_SIZE))
         .label_style(font(TICK_SIZE))
@@ -240,6 +243,7 @@ fn draw_front_labels<DB: DrawingBackend>(
     chart: &mut Plot<'_, DB>,
     points: &[&FrontierPoint],
     dodge: &Dodge,
+    y_end: f64,
 ) -> DrawResult<DB> {
     let mut spots: Vec<(&FrontierPoint, usize)> = Vec::new();
     for p in points.iter().filter(|p| p.on_front) {
@@ -251,17 +255,22 @@ fn draw_front_labels<DB: DrawingBackend>(
         }
     }
     spots.sort_by_key(|(p, _)| p.clients_denied);
-    // Below and to the right: few rows admit less than the limit, so that corner is
-    // usually empty.
-    let style = font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Top));
     for (i, (p, more)) in spots.into_iter().enumerate() {
         let mut text = format!("{} {}", display_name(&p.algorithm), p.config);
         if more > 0 {
             text.push_str(&format!(" (and {more} more with these numbers)"));
         }
-        let drop = 12 + 24 * (i as i32 % 3);
+        let step = 12 + 24 * (i as i32 % 3);
+        // Below and to the right: few rows admit less than the limit, so that corner
+        // is usually empty; above when the point sits on the floor of the plot.
+        let (v, dy) = if p.over_admission < y_end * 0.12 {
+            (VPos::Bottom, -step)
+        } else {
+            (VPos::Top, step)
+        };
+        let style = font(TICK_SIZE).pos(Pos::new(HPos::Left, v));
         chart.draw_series(iter::once(
-            EmptyElement::at(dodge.at(p)) + Text::new(text, (14, drop), style.clone()),
+            EmptyElement::at(dodge.at(p)) + Text::new(text, (14, dy), style),
         ))?;
     }
     Ok(())
