@@ -120,6 +120,11 @@ impl Goal {
         })
     }
 
+    /// The metric the goal names.
+    pub fn metric(&self) -> &'static str {
+        self.metric
+    }
+
     /// Whether `m` meets the goal; `None` when the metric does not apply to the row
     /// (no reference with retry clients, no requests), which meets no goal.
     pub fn is_met_by(&self, m: &Metrics) -> Option<bool> {

@@ -3,7 +3,7 @@
 //!
 //! Presentation only: the order and the verdicts come from the parent module.
 
-use super::{SweepRow, describe_goals, least_restrictive, table_order};
+use super::{Goal, SweepRow, describe_goals, least_restrictive, table_order};
 use crate::report::summary::format_ratio;
 use crate::report::table::{TableOptions, render_rows};
 
@@ -82,7 +82,7 @@ pub fn render_sweep(rows: &[SweepRow], heading: SweepHeading<'_>, options: Table
         ));
     }
     if let Some(goals) = goals {
-        out.push_str(&verdict(rows, &describe_goals(goals)));
+        out.push_str(&verdict(rows, goals));
     }
     out
 }
@@ -115,10 +115,22 @@ fn cells(r: &SweepRow) -> Vec<String> {
 }
 
 /// How many rows meet the goals, and which is least restrictive.
-fn verdict(rows: &[SweepRow], goals: &str) -> String {
+fn verdict(rows: &[SweepRow], goals: &[Goal]) -> String {
     let listed: Vec<&SweepRow> = rows.iter().filter(|r| !r.repeats).collect();
     let met = listed.iter().filter(|r| r.meets_goal == Some(true)).count();
-    let mut out = format!("goal {goals}: {met} of {} rows meet it", listed.len());
+    let mut out = format!(
+        "goal {}: {met} of {} rows meet it",
+        describe_goals(goals),
+        listed.len()
+    );
+    for goal in goals {
+        if listed.iter().all(|r| goal.is_met_by(&r.metrics).is_none()) {
+            out.push_str(&format!(
+                " ({} applies to no row: it is empty in sweep.csv)",
+                goal.metric()
+            ));
+        }
+    }
     match least_restrictive(rows) {
         Some(best) => {
             let m = &best.metrics;
