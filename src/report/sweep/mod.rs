@@ -330,6 +330,31 @@ mod tests {
     }
 
     #[test]
+    fn files_and_chart_are_written_for_no_rows_and_for_rows_without_a_ratio() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = Registry::builtin();
+        let none = write_sweep(dir.path(), "empty", &[], &[], true, registry).unwrap();
+        assert_eq!(none.len(), 3);
+        let mut odd = row(5, 1, 0, 0, 0);
+        odd.metrics.over_admission = f64::NAN;
+        odd.metrics.algorithm = "gcra".to_string();
+        let goals = [Goal::parse("over_admission<=1").unwrap()];
+        let rows = [odd, row(5, 1, 2, 2, 5)];
+        let written = write_sweep(dir.path(), "odd", &rows, &goals, true, registry).unwrap();
+        let png = std::fs::read(&written[2]).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        let csv = std::fs::read_to_string(&written[0]).unwrap();
+        assert!(
+            csv.starts_with("max_requests,window,burst,algorithm,"),
+            "{csv}"
+        );
+        assert!(
+            csv.lines().nth(1).unwrap().starts_with("5,1s,5,gcra,"),
+            "{csv}"
+        );
+    }
+
+    #[test]
     fn least_restrictive_means_fewest_clients_then_requests_then_rate_then_burst() {
         let mut rows = vec![
             row(10, 1, 1, 5, 10),
