@@ -121,6 +121,18 @@ mod cli {
                 "--no-charts",
             ],
         );
+        let meta: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(t.path().join("s/run.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            meta["configurations"].as_array().unwrap().len(),
+            8,
+            "{meta}"
+        );
+        assert_eq!(
+            meta["limits"][0]["max_requests"], 100,
+            "the scenario's own: {meta}"
+        );
         let sweep = fs::read_to_string(t.path().join("s/sweep.csv")).unwrap();
         let mut lines = sweep.lines();
         let header = lines.next().unwrap();

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use ratesim::report::sweep::{self, Goal, SweepHeading};
-use ratesim::report::{self, Progress, TableOptions};
-use ratesim::sim::{self, RunOptions, Scenario};
+use ratesim::report::{self, Progress, RunMetadata, TableOptions};
+use ratesim::sim::{self, RuleReport, RunOptions, Scenario};
 use ratesim::{Nanos, Registry, Rule};
 
 use super::{Failure, Format, input, parse_positive, parse_seed, print};
@@ -187,6 +187,7 @@ pub(super) fn sweep(args: &SweepArgs, registry: &Registry) -> Result<(), Failure
         Some(out) => out.clone(),
         None => Path::new("output").join("sweep").join(&scenario.name),
     };
+    let source = super::run::source_of(&args.scenario)?;
     let out = report::prepare_output_dir(&out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
     let reports = run_sweep(&scenario, &rules, args, registry)?;
@@ -197,8 +198,19 @@ pub(super) fn sweep(args: &SweepArgs, registry: &Registry) -> Result<(), Failure
         rules.len(),
         scenario.algorithms.len()
     );
-    let written = report::write_sweep(&out, &title, &rows, &args.goals, !args.no_charts, registry)
-        .context("cannot write the results")?;
+    let mut written =
+        report::write_sweep(&out, &title, &rows, &args.goals, !args.no_charts, registry)
+            .context("cannot write the results")?;
+    if let Some(first) = reports.first() {
+        let mut meta = RunMetadata::new(first, source, std::env::args().collect());
+        meta.limits = std::iter::once(&scenario.rule)
+            .chain(&scenario.extra_limits)
+            .map(RuleReport::from)
+            .collect();
+        written.push(
+            sweep::write_sweep_metadata(&out, &meta, &reports).context("cannot write run.json")?,
+        );
+    }
     if !args.quiet {
         for path in &written {
             eprintln!("wrote {}", path.display());

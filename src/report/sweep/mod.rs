@@ -20,6 +20,7 @@ pub use table::{SweepHeading, render_sweep};
 
 use super::charts::{FrontierChart, FrontierPoint, render_frontier};
 use super::csvout::{csv_string, json_string, write_json};
+use super::metadata::RunMetadata;
 use super::run::ReportError;
 use crate::registry::Registry;
 use crate::sim::{Metrics, RunReport};
@@ -54,6 +55,17 @@ impl SweepRow {
             format!("{}/{} burst {}", c.max_requests, c.window, c.burst)
         } else {
             format!("{}/{}", c.max_requests, c.window)
+        }
+    }
+}
+
+impl SweepConfig {
+    /// The configuration `report` was run under.
+    fn of(report: &RunReport) -> SweepConfig {
+        SweepConfig {
+            max_requests: report.rule.max_requests,
+            window: report.rule.window,
+            burst: report.rule.burst,
         }
     }
 }
@@ -103,11 +115,7 @@ struct GoalColumn {
 pub fn sweep_rows(reports: &[RunReport], goals: &[Goal], registry: &Registry) -> Vec<SweepRow> {
     let mut rows: Vec<SweepRow> = Vec::new();
     for report in reports {
-        let config = SweepConfig {
-            max_requests: report.rule.max_requests,
-            window: report.rule.window,
-            burst: report.rule.burst,
-        };
+        let config = SweepConfig::of(report);
         for a in &report.algorithms {
             let uses_burst = registry.entry(&a.name).is_ok_and(|e| e.uses_burst());
             let repeats = !uses_burst
@@ -185,6 +193,30 @@ pub fn write_sweep(
         written.push(render_frontier(&input, &dir.join(FRONTIER_PNG))?);
     }
     Ok(written)
+}
+
+/// A sweep's `run.json`: what `run` writes (with `limits` the scenario's own, under
+/// which its traffic was generated), plus every configuration swept, in row order.
+#[derive(Serialize)]
+struct SweepMetadata<'a> {
+    #[serde(flatten)]
+    run: &'a RunMetadata,
+    configurations: Vec<SweepConfig>,
+}
+
+/// Writes the sweep's `run.json` into `dir`: call it last, so that its presence marks a
+/// finished folder (as a run's does).
+pub fn write_sweep_metadata(
+    dir: &Path,
+    meta: &RunMetadata,
+    reports: &[RunReport],
+) -> Result<PathBuf, ReportError> {
+    let configurations = reports.iter().map(SweepConfig::of).collect();
+    let value = SweepMetadata {
+        run: meta,
+        configurations,
+    };
+    Ok(write_json(&dir.join(super::RUN_JSON), &value)?)
 }
 
 /// Least restrictive first: fewest clients denied, then fewest requests denied, then
