@@ -395,3 +395,46 @@ fn a_thinned_window_series_has_one_point_per_instant() {
         );
     }
 }
+
+#[test]
+fn clients_denied_and_the_denied_share_count_what_the_decisions_show() {
+    let dir = tempfile::tempdir().unwrap();
+    // Key 0 sends 4 at once (2 pass), key 1 sends 1, key 2 sends 3 (1 too many).
+    let rows = [
+        (0, 0, 1),
+        (0, 0, 1),
+        (0, 0, 1),
+        (0, 0, 1),
+        (5, 1, 1),
+        (9, 2, 1),
+        (9, 2, 1),
+        (9, 2, 1),
+    ];
+    for client in ["", "[client]\nkind = \"retry\"\nmax_retries = 1\n"] {
+        let s = trace_scenario(dir.path(), &rows, 2, 1_000, client);
+        let (report, parts) = run_capturing(&s, 1);
+        for (a, rows) in report.algorithms.iter().zip(parts) {
+            let mut keys: Vec<&str> = rows
+                .iter()
+                .filter(|r| !r.allowed)
+                .map(|r| r.key.as_str())
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            let first_denied = rows.iter().filter(|r| !r.allowed && r.attempt == 0).count();
+            let m = &a.metrics;
+            assert_eq!(m.clients_denied as usize, keys.len(), "{} {client}", a.name);
+            assert_eq!(
+                m.requests_denied as usize, first_denied,
+                "{} {client}",
+                a.name
+            );
+            assert_eq!(
+                m.requests_denied_share,
+                Some(first_denied as f64 / 8.0),
+                "{} {client}",
+                a.name
+            );
+        }
+    }
+}

@@ -11,6 +11,7 @@ mod analysis;
 mod compare;
 mod nodes;
 mod run;
+mod sweep;
 mod validate;
 
 use std::io::Write;
@@ -51,6 +52,15 @@ enum Command {
     /// beside over_admission_matrix.csv.
     #[command(after_help = compare::EXAMPLES)]
     Compare(compare::CompareArgs),
+    /// Try many limits on one scenario's traffic: every combination of --set values,
+    /// with every algorithm, on one stream.
+    ///
+    /// Writes sweep.csv and sweep.json (one row per configuration and algorithm: the
+    /// configuration, then exactly the run's summary columns) and frontier.png (clients
+    /// denied against over-admission, the Pareto front labelled) to
+    /// output/sweep/<scenario>/ (or --out), and prints the rows least restrictive first.
+    #[command(after_help = sweep::EXAMPLES)]
+    Sweep(sweep::SweepArgs),
     /// Search for the most each algorithm can be made to admit in one window.
     ///
     /// Adversarial streams (a burst just before a boundary, then a request the moment
@@ -160,6 +170,7 @@ fn dispatch(command: Command) -> Result<(), Failure> {
     match command {
         Command::Run(args) => run::run(&args, registry),
         Command::Compare(args) => compare::compare(&args, registry),
+        Command::Sweep(args) => sweep::sweep(&args, registry),
         Command::WorstCase(args) => analysis::worst_case(&args, registry),
         Command::Calibrate(args) => analysis::calibrate(&args, registry),
         Command::Validate(args) => validate::validate(&args.scenarios, registry),

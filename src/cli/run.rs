@@ -15,12 +15,13 @@ use ratesim::report::{
 use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
 use ratesim::{Registry, Rule};
 
-use super::{Failure, Format, algos_flag, input, parse_limit, parse_seed, print};
+use super::{Failure, Format, algos_flag, input, parse_burst, parse_limit, parse_seed, print};
 
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim run scenarios/burst.toml
   ratesim run scenarios/poisson.toml --algos fixed_window,sliding_window_log --seed 3
-  ratesim run scenarios/zipf_keys.toml --no-decisions --format json > summary.json";
+  ratesim run scenarios/zipf_keys.toml --no-decisions --format json > summary.json
+  ratesim run scenarios/nginx_log.toml --limit 200/10s --burst 400 --algos gcra";
 
 // The flags of `run` (its about text is on `Command::Run`).
 #[derive(Debug, Args)]
@@ -69,6 +70,10 @@ pub(super) struct Common {
     /// each algorithm's worst client]; a name no request used is an error.
     #[arg(long, value_name = "CLIENT")]
     key: Option<String>,
+    /// With --limit, the bucket capacity of the token and leaky buckets and GCRA
+    /// [default: the new limit's MAX].
+    #[arg(long, value_name = "B", value_parser = parse_burst, requires = "limit")]
+    burst: Option<u64>,
     /// How to print the summary on stdout (csv and json: the rows of summary.csv and
     /// summary.json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -137,13 +142,29 @@ pub(super) fn apply_overrides(
     built_in: bool,
 ) -> Result<(), Failure> {
     if let Some(rule) = common.limit {
+        let rule = match common.burst {
+            Some(b) => rule
+                .with_burst(b)
+                .map_err(|e| input(anyhow::Error::new(e).context("--burst")))?,
+            None => rule,
+        };
         set_limit(scenario, rule, built_in)?;
     }
-    if let Some(seed) = common.seed {
+    scenario.chart_key.clone_from(&common.key);
+    set_seed_and_algos(scenario, common.seed, common.algos.as_deref(), registry)
+}
+
+/// Applies `--seed` and `--algos` (of `run`, `compare` or `sweep`) to a scenario.
+pub(super) fn set_seed_and_algos(
+    scenario: &mut Scenario,
+    seed: Option<u64>,
+    algos: Option<&[String]>,
+    registry: &Registry,
+) -> Result<(), Failure> {
+    if let Some(seed) = seed {
         scenario.seed = seed;
     }
-    scenario.chart_key.clone_from(&common.key);
-    if let Some(algos) = &common.algos {
+    if let Some(algos) = algos {
         scenario
             .set_algorithms(algos_flag(algos)?, registry)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;

@@ -55,6 +55,7 @@ pub mod readback;
 pub mod run;
 pub mod runs;
 pub mod summary;
+pub mod sweep;
 pub mod table;
 pub mod zoom;
 
@@ -104,10 +105,10 @@ pub const OUTPUT_FILES: [&str; 11] = [
 
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
 pub use charts::{
-    ChartError, OverAdmissionChart, TimelineBinner, TimelineBucket, TimelineChart, TimelineLane,
-    TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries, ZoomChart, ZoomLane,
-    ZoomMark, register_fonts, render_over_admission, render_timeline, render_window_counts,
-    render_zoom,
+    ChartError, FrontierChart, FrontierPoint, OverAdmissionChart, TimelineBinner, TimelineBucket,
+    TimelineChart, TimelineLane, TimelineMarks, TimelinePoint, WindowCountChart, WindowCountSeries,
+    ZoomChart, ZoomLane, ZoomMark, register_fonts, render_over_admission, render_timeline,
+    render_window_counts, render_zoom,
 };
 pub use csvout::{
     DecisionCsvWriter, DecisionRecord, WindowCountRecord, WindowCountsCsvWriter, csv_string,
@@ -129,6 +130,7 @@ pub use runs::{
     comparison_chart, comparison_csv, render_comparison, render_runs, summary_csv, summary_json,
 };
 pub use summary::{RetryOutcome, SummaryRow, format_ratio};
+pub use sweep::{Goal, SweepHeading, SweepRow, render_sweep, sweep_rows, write_sweep};
 pub use table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_rows, render_summary_table,
 };

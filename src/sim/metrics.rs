@@ -35,6 +35,17 @@ pub struct Metrics {
     /// `allowed / attempts`; `None` (an empty CSV cell, JSON `null`) when there were
     /// no attempts.
     pub allow_rate: Option<f64>,
+    /// Clients (keys) that saw at least one denial: how many people a limit would
+    /// have sent a 429, which tuning a limit weighs against over-admission.
+    pub clients_denied: u64,
+    /// Requests denied at least once (their first attempt: a retry only follows a
+    /// denial), the exact count behind `requests_denied_share`. Not a column of its
+    /// own: with open clients it is `denied`.
+    #[serde(skip)]
+    pub requests_denied: u64,
+    /// `requests_denied / requests`: the share of requests that got at least one
+    /// denial; `None` (empty, `null`) without requests.
+    pub requests_denied_share: Option<f64>,
     /// The most cost admitted for one key inside any half-open window `(t − W, t]`.
     pub max_in_window: u64,
     /// A key that reached `max_in_window`: the one `window_counts` follows (`None` if

@@ -34,7 +34,7 @@ mod scenario;
 mod trace;
 mod traffic;
 
-pub use engine::{PROGRESS_STEPS, RunOptions, run};
+pub use engine::{PROGRESS_STEPS, RunOptions, run, sweep};
 pub use metrics::{
     LatencyHistogram, Metrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES, WindowSample,
 };
@@ -140,6 +140,16 @@ pub enum SimError {
     /// The scenario selects no algorithm.
     #[error("no algorithm to run; expected at least one name, or `all`")]
     NoAlgorithms,
+    /// A sweep was given a scenario with a `[deployment]`, which it cannot simulate yet.
+    #[error(
+        "a sweep runs one server: {scenario} has a [deployment] table, which sweep does not \
+         simulate yet; remove the table to sweep one server's limit, or compare server counts \
+         with `ratesim compare --nodes 1,2,4 --scenario FILE`"
+    )]
+    SweepDeployment {
+        /// The scenario's name.
+        scenario: String,
+    },
 }
 
 /// Everything a run measured, for the reports layer.

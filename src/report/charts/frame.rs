@@ -82,8 +82,12 @@ pub(super) enum LegendMark {
     Dashed(RGBColor),
     Tick(RGBColor),
     Block(RGBColor),
+    /// A filled dot, as a scatter plot's points.
     Dot(RGBColor),
+    /// A cross: a denied request.
     Cross(RGBColor),
+    /// A ring: a hollow point, or (thick) a point's outline.
+    Ring(RGBColor, u32),
 }
 
 /// Draws legend entries left to right from `(x, y)` (pixel coordinates, y = centre).
@@ -137,6 +141,9 @@ fn draw_legend_mark<DB: DrawingBackend>(
                 vec![(x + 9, y + 6), (x + 21, y - 6)],
                 style,
             ))
+        }
+        LegendMark::Ring(color, width) => {
+            area.draw(&Circle::new((x + 15, y), 8, color.stroke_width(*width)))
         }
     }
 }

@@ -36,6 +36,7 @@ use super::output::{OutputError, TempPath};
 mod animation;
 mod format;
 mod frame;
+mod frontier;
 mod matrix;
 mod nodes;
 mod over_admission;
@@ -46,6 +47,7 @@ mod zoom;
 
 pub use animation::{SlideAnimation, SlideSeries, draw_frame, render_slide_gif};
 pub use format::{AnyChart, ChartFormat, render_chart, render_svg_string};
+pub use frontier::{FrontierChart, FrontierPoint, draw_frontier};
 pub use matrix::{MatrixChart, draw_matrix, matrix_chart_size};
 pub use nodes::{NodesChart, NodesSeries, draw_nodes};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
@@ -168,6 +170,13 @@ pub fn render_nodes(input: &NodesChart, path: &Path) -> Result<PathBuf, ChartErr
 /// Renders the over-admission-versus-nodes chart into memory.
 pub fn render_nodes_rgb(input: &NodesChart) -> Result<RgbImage, ChartError> {
     render_rgb((CHART_WIDTH, CHART_HEIGHT), |root| draw_nodes(input, root))
+}
+
+/// Writes a sweep's frontier PNG to `path` atomically.
+pub fn render_frontier(input: &FrontierChart, path: &Path) -> Result<PathBuf, ChartError> {
+    render_png(path, (CHART_WIDTH, CHART_HEIGHT + 100), |root| {
+        draw_frontier(input, root)
+    })
 }
 
 /// Renders the timeline into memory (for tests and embedding).

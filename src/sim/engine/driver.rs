@@ -53,6 +53,8 @@ pub(super) struct Job<'a> {
     pub(super) progress: Option<&'a Progress<'a>>,
     /// The key whose window count to draw; `None` = the first key admitted.
     pub(super) track: Option<u32>,
+    /// Keep the window-count series and the timeline (`false` for a sweep).
+    pub(super) series: bool,
 }
 
 /// The state of one algorithm's run between chunks.
@@ -102,7 +104,7 @@ impl<'a, A: Algorithm> Driver<'a, A> {
             run: RunState {
                 retry,
                 comparison: Comparison::new(sc.client == ClientModel::Open && !silent, is_log),
-                record: Recording::new(sc, &name, job.track),
+                record: Recording::new(sc, &name, job.track, job.series),
                 decisions: DecisionLog::new(name, job.sink),
                 error: None,
             },

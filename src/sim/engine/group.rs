@@ -12,11 +12,13 @@ use super::record::Outcome;
 use super::reference::{ReferenceFeed, Share};
 use crate::registry::Entry;
 use crate::sim::traffic::Arrival;
-use crate::sim::{AlgorithmReport, ArrivalStream, DecisionSink, Scenario, ScenarioError, SimError};
+use crate::sim::{
+    AlgorithmReport, ArrivalStream, DecisionSink, KeyTable, Scenario, ScenarioError, SimError,
+};
 
 /// Arrivals generated and fed to the algorithms at a time: small enough to stay in
 /// cache, large enough that the per-chunk dynamic dispatch is noise.
-const CHUNK: usize = 1024;
+pub(super) const CHUNK: usize = 1024;
 
 /// One algorithm handed to a worker: its index in the scenario and its sink.
 pub(super) struct Assigned<'a> {
@@ -48,6 +50,7 @@ pub(super) fn run_group<'a>(
             sink: Some(a.sink),
             progress: Some(progress),
             track: None,
+            series: true,
         };
         drivers.push(driver(job));
         owners.push((a.index, a.entry));
@@ -110,6 +113,7 @@ fn second_pass<'a>(
         sink: None,
         progress: None,
         track: Some(worst),
+        series: true,
     };
     Some(driver(job))
 }
@@ -142,24 +146,36 @@ fn feed_all(
 ) -> Result<ArrivalStream, ScenarioError> {
     let mut stream = ArrivalStream::new(scenario)?;
     let mut reference = ReferenceFeed::new(scenario, drivers, share, CHUNK);
-    let log_driver = reference.log_driver;
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         next_chunk(&mut stream, &mut chunk)?;
         if chunk.is_empty() {
             return Ok(stream);
         }
-        let log = reference.decide(&chunk, drivers, stream.keys());
-        for (i, d) in drivers.iter_mut().enumerate() {
-            if Some(i) != log_driver {
-                d.feed(&chunk, log, stream.keys(), None);
-            }
+        feed_chunk(&mut reference, drivers, &chunk, stream.keys());
+    }
+}
+
+/// Feeds one chunk to every driver of a group that shares one rule: the reference
+/// decides it first (running the log driver, if the group has one), then every other
+/// driver is compared with it.
+pub(super) fn feed_chunk(
+    reference: &mut ReferenceFeed,
+    drivers: &mut [Box<dyn Drive + '_>],
+    chunk: &[(u64, Arrival)],
+    keys: &KeyTable,
+) {
+    let log_driver = reference.log_driver;
+    let log = reference.decide(chunk, drivers, keys);
+    for (i, d) in drivers.iter_mut().enumerate() {
+        if Some(i) != log_driver {
+            d.feed(chunk, log, keys, None);
         }
     }
 }
 
 /// Refills `chunk` with up to [`CHUNK`] arrivals; empty at the end of the stream.
-fn next_chunk(
+pub(super) fn next_chunk(
     stream: &mut ArrivalStream,
     chunk: &mut Vec<(u64, Arrival)>,
 ) -> Result<(), ScenarioError> {

@@ -48,6 +48,7 @@
 //! - `progress`: progress units, shared across threads.
 //! - `deployment`: a scenario's `[deployment]`: several servers, a balancer and a
 //!   store, in true time (its own driver; a scenario without one never reaches it).
+//! - `sweep`: one stream fanned out to many configurations of the limit.
 
 mod attempt;
 mod chart_key;
@@ -64,13 +65,17 @@ mod record;
 mod reference;
 mod retry;
 mod steps;
+mod sweep;
 mod threads;
 
 pub use progress::PROGRESS_STEPS;
+pub use sweep::sweep;
 
 use progress::Progress;
 
-use super::{DecisionSink, DeploymentReport, RuleReport, RunReport, Scenario, SimError};
+use super::{
+    AlgorithmReport, DecisionSink, DeploymentReport, RuleReport, RunReport, Scenario, SimError,
+};
 use crate::registry::Registry;
 
 /// How to run. [`RunOptions::default()`] is the one source of the defaults; the CLI
@@ -126,7 +131,12 @@ pub fn run(
     let groups = threads::deal(scenario, options.registry, threads, sinks)?;
     let progress = Progress::new(scenario.algorithms.len(), options.progress);
     let algorithms = threads::run_groups(scenario, groups, &progress)?;
-    Ok(RunReport {
+    Ok(report_of(scenario, algorithms))
+}
+
+/// The report of `scenario`'s run, from its algorithms' results.
+fn report_of(scenario: &Scenario, algorithms: Vec<AlgorithmReport>) -> RunReport {
+    RunReport {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
         seed: scenario.seed,
@@ -136,5 +146,5 @@ pub fn run(
         client: scenario.client.name().to_string(),
         deployment: scenario.deployment.as_ref().map(DeploymentReport::from),
         algorithms,
-    })
+    }
 }

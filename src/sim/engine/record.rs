@@ -20,6 +20,11 @@ pub(super) struct Recording {
     admitted: Vec<(u32, Nanos, u64)>,
     timeline: Timeline,
     timeline_cursor: BucketCursor,
+    /// Per key: it has seen a denial (counted once in `clients_denied`).
+    denied_keys: Vec<bool>,
+    /// Keep the window-count series and the timeline (a sweep does not: it reports
+    /// metrics only, for hundreds of runs at once).
+    keep_series: bool,
 }
 
 /// A run's measurements once it is over, and what decides whether a second pass must
@@ -36,9 +41,21 @@ pub(super) struct Outcome {
 
 impl Recording {
     /// `track`: the key whose window count to draw; `None` = the first key admitted.
-    pub(super) fn new(sc: &Scenario, name: &str, track: Option<u32>) -> Recording {
+    /// Without `keep_series`, the series and the timeline stay empty (and take no
+    /// memory); every metric is the same.
+    pub(super) fn new(
+        sc: &Scenario,
+        name: &str,
+        track: Option<u32>,
+        keep_series: bool,
+    ) -> Recording {
         let rule = sc.rule;
-        let timeline = Timeline::new(sc.duration);
+        let span = if keep_series {
+            sc.duration
+        } else {
+            Nanos::ZERO
+        };
+        let timeline = Timeline::new(span);
         let mut tracker = WindowTracker::new(rule.window(), rule.max_requests());
         if let Some(key) = track {
             tracker.track(key);
@@ -52,10 +69,12 @@ impl Recording {
                 ..Metrics::default()
             },
             tracker,
-            series: SeriesThinner::new(sc.duration),
+            series: SeriesThinner::new(span),
             admitted: Vec::new(),
             timeline_cursor: BucketCursor::new(timeline.bucket),
             timeline,
+            denied_keys: Vec::new(),
+            keep_series,
         }
     }
 
@@ -74,6 +93,23 @@ impl Recording {
             self.admitted.push((event.key, event.time, event.cost));
         } else {
             m.denied += 1;
+            if event.attempt == 0 {
+                m.requests_denied += 1;
+            }
+            self.denied_key(event.key);
+        }
+    }
+
+    /// Counts `key` in `clients_denied` the first time it is denied.
+    #[inline]
+    fn denied_key(&mut self, key: u32) {
+        let i = key as usize;
+        if i >= self.denied_keys.len() {
+            self.denied_keys.resize(i + 1, false);
+        }
+        if !self.denied_keys[i] {
+            self.denied_keys[i] = true;
+            self.m.clients_denied += 1;
         }
     }
 
@@ -82,9 +118,14 @@ impl Recording {
     /// short loop of independent counter updates lets the processor overlap their
     /// cache misses, which interleaved with decisions it could not.
     pub(super) fn track_admitted(&mut self) {
+        let keep = self.keep_series;
         for &(key, at, cost) in &self.admitted {
             let series = &mut self.series;
-            self.tracker.admit(key, at, cost, |t, c| series.push(t, c));
+            self.tracker.admit(key, at, cost, |t, c| {
+                if keep {
+                    series.push(t, c);
+                }
+            });
         }
         self.admitted.clear();
     }
@@ -100,9 +141,14 @@ impl Recording {
             mut tracker,
             mut series,
             timeline,
+            keep_series,
             ..
         } = self;
-        tracker.finish(sc.duration, |t, c| series.push(t, c));
+        tracker.finish(sc.duration, |t, c| {
+            if keep_series {
+                series.push(t, c);
+            }
+        });
         m.max_in_window = tracker.max;
         // The worst key is the one whose series `window_counts` shows: the tracked key
         // when it ties with the first key to reach the maximum (no second pass then),
@@ -115,6 +161,8 @@ impl Recording {
         m.over_admission = tracker.max as f64 / sc.rule.max_requests() as f64;
         m.excess = tracker.excess;
         m.allow_rate = (m.attempts > 0).then(|| m.allowed as f64 / m.attempts as f64);
+        m.requests_denied_share =
+            (m.requests > 0).then(|| m.requests_denied as f64 / m.requests as f64);
         Outcome {
             report: AlgorithmReport {
                 name,

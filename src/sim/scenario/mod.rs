@@ -15,6 +15,7 @@ mod build;
 mod burst;
 mod deployment;
 mod error;
+mod keep_traffic;
 mod raw;
 
 use std::path::{Path, PathBuf};

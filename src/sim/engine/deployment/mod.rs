@@ -62,7 +62,7 @@ impl<'a, A: Algorithm> DeployDriver<'a, A> {
             run: RunState {
                 retry: RetryClient::new(sc),
                 comparison,
-                record: Recording::new(sc, &name, job.track),
+                record: Recording::new(sc, &name, job.track, job.series),
                 decisions: DecisionLog::new(name, job.sink),
                 error: None,
             },
