@@ -202,6 +202,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_display_rate_is_requests_per_second() {
+        let per_sec = |max, secs| {
+            Rule::new(max, Nanos::from_secs(secs))
+                .unwrap()
+                .rate_per_sec()
+        };
+        assert_eq!(per_sec(100, 10), 10.0);
+        assert_eq!(per_sec(3, 2), 1.5);
+        assert_eq!(per_sec(1, 4), 0.25);
+    }
+
+    #[test]
     fn rules_reject_zero_limits_window_and_burst() {
         assert_eq!(
             Rule::new(0, Nanos::from_secs(1)),

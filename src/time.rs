@@ -429,6 +429,49 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_fraction_finer_than_a_nanosecond_is_too_precise_however_many_digits() {
+        // 10 digits is one past a nanosecond; 40 no longer fits the exact arithmetic.
+        for digits in [10, 18, 19, 30, 40, 60] {
+            let text = format!("1.{}1s", "0".repeat(digits - 1));
+            assert_eq!(
+                Nanos::parse_duration(&text),
+                Err(ParseTimeError::TooPrecise(text.clone()))
+            );
+        }
+    }
+
+    #[test]
+    fn conversions_to_durations_seconds_and_text_are_exact() {
+        let n = Nanos::new(1_500_000_001);
+        assert_eq!(Duration::from(n), Duration::new(1, 500_000_001));
+        assert_eq!(Nanos::from(Duration::new(1, 500_000_001)), n);
+        assert_eq!(Nanos::new(1_500_000_000).as_secs_f64(), 1.5);
+        assert_eq!(Nanos::new(250_000_000).as_secs_f64(), 0.25);
+        assert_eq!("1.5s".parse::<Nanos>(), Ok(Nanos::new(1_500_000_000)));
+        assert!("1.5 parsecs".parse::<Nanos>().is_err());
+        assert_eq!(format!("{:?}", Nanos::new(1_500_000_000)), "1.5s");
+    }
+
+    #[test]
+    fn display_uses_the_largest_unit_with_few_decimals() {
+        // The shortest text, the larger unit on a tie; minutes and above take at most
+        // three decimals (so not `1.0001m`), smaller units up to nine.
+        assert_eq!(Nanos::new(60_006_000_000).to_string(), "60.006s");
+        assert_eq!(Nanos::new(150 * NANOS_PER_SEC).to_string(), "2.5m");
+        assert_eq!(Nanos::new(1_000_100).to_string(), "1.0001ms");
+    }
+
+    #[test]
+    fn the_monotonic_clock_moves_forward_and_an_arc_reads_the_same_clock() {
+        let clock = Arc::new(MonotonicClock::new());
+        let before = (*clock).now();
+        std::thread::sleep(Duration::from_millis(2));
+        let through_arc = clock.now();
+        assert!(through_arc >= Nanos::new(2_000_000), "{through_arc:?}");
+        assert!(through_arc > before, "{before:?} then {through_arc:?}");
+    }
+
+    #[test]
     fn durations_parse_exactly_with_every_unit() {
         let cases = [
             ("10s", 10 * NANOS_PER_SEC),

@@ -132,6 +132,67 @@ fn idle_keys_are_evicted_and_busy_ones_kept() {
 }
 
 #[test]
+fn a_limiter_is_empty_only_until_a_key_is_seen_and_its_debug_names_the_algorithm() {
+    let clock = FakeClock::default();
+    let l = limiter(
+        "token_bucket",
+        Rule::new(2, Nanos::from_secs(1)).unwrap(),
+        &clock,
+    );
+    assert!(l.is_empty());
+    assert!(l.allow("a"));
+    assert!(!l.is_empty(), "one key is held");
+    let debug = format!("{l:?}");
+    assert!(
+        debug.starts_with("RateLimiter") && debug.contains("token_bucket"),
+        "{debug}"
+    );
+}
+
+#[test]
+fn the_middleware_evicts_the_idle_clients_of_every_endpoint() {
+    let clock = FakeClock::default();
+    let mw = Middleware::with_clock(clock.clone());
+    let spec = EndpointRule {
+        rule: Rule::new(1, Nanos::from_secs(60)).unwrap(),
+        algorithm: "fixed_window".into(),
+    };
+    mw.replace_rules([("/a", spec.clone()), ("/b", spec)])
+        .unwrap();
+    for (endpoint, client) in [("/a", "x"), ("/a", "y"), ("/b", "x")] {
+        assert!(mw.check(endpoint, client).allowed);
+    }
+    assert_eq!(mw.evict_idle(), 0, "inside the window nothing is idle");
+    clock.set(Nanos::from_secs(120));
+    assert_eq!(mw.evict_idle(), 3, "every client of both endpoints");
+    assert_eq!(mw.evict_idle(), 0, "already gone");
+}
+
+#[cfg(feature = "toml-rules")]
+#[test]
+fn rules_reload_from_a_file_and_a_missing_file_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rules.toml");
+    let rules = |max: u64| {
+        format!(
+            "[[endpoint]]\npath = \"/login\"\nalgorithm = \"fixed_window\"\n\
+             max_requests = {max}\nwindow = \"60s\"\n"
+        )
+    };
+    std::fs::write(&path, rules(3)).unwrap();
+    let mw = Middleware::with_clock(FakeClock::default());
+    mw.reload_file(&path).unwrap();
+    assert_eq!(mw.rule("/login").unwrap().rule.max_requests(), 3);
+    std::fs::write(&path, rules(7)).unwrap();
+    mw.reload_file(&path).unwrap();
+    assert_eq!(mw.rule("/login").unwrap().rule.max_requests(), 7);
+    let missing = dir.path().join("missing.toml");
+    let error = mw.reload_file(&missing).unwrap_err();
+    assert!(error.to_string().contains("missing.toml"), "{error}");
+    assert_eq!(mw.rule("/login").unwrap().rule.max_requests(), 7);
+}
+
+#[test]
 fn reset_forgets_a_key() {
     let clock = FakeClock::default();
     let l = limiter(

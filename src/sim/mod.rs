@@ -34,7 +34,7 @@ mod scenario;
 mod trace;
 mod traffic;
 
-pub use engine::{PROGRESS_STEPS, RunOptions, run, sweep};
+pub use engine::{PROGRESS_STEPS, RunOptions, check_sweepable, run, sweep};
 pub use metrics::{
     LatencyHistogram, Metrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES, WindowSample,
 };

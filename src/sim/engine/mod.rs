@@ -69,7 +69,7 @@ mod sweep;
 mod threads;
 
 pub use progress::PROGRESS_STEPS;
-pub use sweep::sweep;
+pub use sweep::{check_sweepable, sweep};
 
 use progress::Progress;
 

@@ -49,6 +49,17 @@ struct Unit {
 /// One algorithm's result under one configuration.
 type Finished = ((usize, usize), Result<AlgorithmReport, SimError>);
 
+/// Whether [`sweep`] can run `scenario`: not when it has a `[deployment]` (a sweep runs
+/// one server, and would silently report a deployment as one).
+pub fn check_sweepable(scenario: &Scenario) -> Result<(), SimError> {
+    match scenario.deployment {
+        Some(_) => Err(SimError::SweepDeployment {
+            scenario: scenario.name.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Runs every algorithm of `scenario` under each of `rules` on the scenario's one
 /// stream ([`Scenario::with_rule_keeping_traffic`]: traffic that follows the limit
 /// keeps the scenario's own). Returns one report per rule, in order, each as
@@ -61,11 +72,7 @@ pub fn sweep(
     if scenario.algorithms.is_empty() {
         return Err(SimError::NoAlgorithms);
     }
-    if scenario.deployment.is_some() {
-        return Err(SimError::SweepDeployment {
-            scenario: scenario.name.clone(),
-        });
-    }
+    check_sweepable(scenario)?;
     let entries = scenario
         .algorithms
         .iter()
