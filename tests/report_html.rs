@@ -129,3 +129,32 @@ fn text_from_the_scenario_is_escaped() {
     assert!(!html.contains("<script>"));
     assert!(html.contains("<li><b>x&lt;y</b>: z &amp; w</li>"));
 }
+
+#[test]
+fn a_deployment_report_says_where_the_limit_ran() {
+    let registry = Registry::default();
+    let text = bundled::scenario("nodes_local.toml").expect("nodes_local.toml is bundled");
+    let scenario = Scenario::parse_with(text, Path::new("nodes_local.toml"), &registry).unwrap();
+    let options = RunOptions {
+        registry: &registry,
+        ..RunOptions::default()
+    };
+    let mut sinks =
+        |_: &str| -> std::io::Result<Box<dyn DecisionSink>> { Ok(Box::new(sim::NoopSink)) };
+    let run = sim::run(&scenario, &options, &mut sinks).unwrap();
+    let html = render_html(&run, &[], &[]).unwrap();
+    assert_balanced(&html);
+    let servers = run.deployment.as_ref().expect("a deployment").nodes;
+    let phrase = format!("on {servers} servers (store = local, balancer = round_robin)");
+    assert!(html.contains(&phrase), "{phrase} not in:\n{html}");
+    let one_server = render_html(
+        &run_burst(tempfile::tempdir().unwrap().path(), &registry),
+        &[],
+        &[],
+    )
+    .unwrap();
+    assert!(
+        !one_server.contains(" servers ("),
+        "one server says nothing of servers"
+    );
+}

@@ -91,10 +91,11 @@ pub fn render_html(
     }
     let _ = writeln!(
         page,
-        "<p>Limit: <b>{} requests per {} s</b> (burst {}); {} s simulated, seed {}, {} clients.</p>",
+        "<p>Limit: <b>{} requests per {} s</b> (burst {}){}; {} s simulated, seed {}, {} clients.</p>",
         report.rule.max_requests,
         escape(&report.rule.window.to_decimal_secs()),
         report.rule.burst,
+        escape(&super::runs::servers_phrase(report)),
         escape(&report.duration.to_decimal_secs()),
         report.seed,
         escape(&report.client)

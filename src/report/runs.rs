@@ -38,6 +38,21 @@ pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
     text
 }
 
+/// ` on 4 servers (store = local, balancer = round_robin)` under a `[deployment]`, else
+/// nothing: how a heading or a sentence names where the limit ran.
+pub(crate) fn servers_phrase(r: &RunReport) -> String {
+    match &r.deployment {
+        Some(d) => format!(
+            " on {} server{} (store = {}, balancer = {})",
+            d.nodes,
+            if d.nodes == 1 { "" } else { "s" },
+            d.store,
+            d.balancer
+        ),
+        None => String::new(),
+    }
+}
+
 /// `burst — limit 5 per 10s`, plus any further limits, and a newline.
 fn run_heading(r: &RunReport) -> String {
     let also: String = r
@@ -50,16 +65,7 @@ fn run_heading(r: &RunReport) -> String {
     } else {
         " (metrics against the first)"
     };
-    let servers = match &r.deployment {
-        Some(d) => format!(
-            " on {} server{} (store = {}, balancer = {})",
-            d.nodes,
-            if d.nodes == 1 { "" } else { "s" },
-            d.store,
-            d.balancer
-        ),
-        None => String::new(),
-    };
+    let servers = servers_phrase(r);
     format!(
         "{} — limit {} per {}{also}{measured}{servers}\n",
         r.scenario, r.rule.max_requests, r.rule.window
