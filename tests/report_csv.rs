@@ -6,7 +6,7 @@ use ratesim::Nanos;
 use ratesim::report::SummaryRow;
 use ratesim::report::csvout::{
     DECISIONS_HEADER, DecisionCsvWriter, DecisionRecord, WINDOW_COUNTS_HEADER, WindowCountRecord,
-    WindowCountsCsvWriter, write_summary,
+    WindowCountsCsvWriter, json_string, write_json, write_summary,
 };
 use serde::Serialize;
 
@@ -289,4 +289,34 @@ fn decisions_csv_throughput() {
         bytes / 1_000_000,
         n as f64 / secs / 1e6
     );
+}
+
+#[test]
+fn json_text_for_stdout_is_the_text_a_json_file_gets() {
+    #[derive(Serialize)]
+    struct Row {
+        algorithm: &'static str,
+        allowed: u64,
+    }
+    let rows = [
+        Row {
+            algorithm: "gcra",
+            allowed: 5,
+        },
+        Row {
+            algorithm: "fixed_window",
+            allowed: 10,
+        },
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_json(&dir.path().join("rows.json"), &rows[..]).unwrap();
+    let text = json_string(&rows[..]).unwrap();
+    assert_eq!(text, fs::read_to_string(path).unwrap());
+    assert!(
+        text.ends_with("}\n]\n"),
+        "pretty, with a final newline: {text:?}"
+    );
+    let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(back[1]["algorithm"], "fixed_window");
+    assert_eq!(back[1]["allowed"], 10);
 }
