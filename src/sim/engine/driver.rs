@@ -8,18 +8,16 @@
 //! comparison, progress) keep their own state. It writes no files itself.
 
 use super::attempt::{Answer, Event};
-use super::compare::Comparison;
 use super::janitor::Janitor;
 use super::probe::{Probes, judge};
 use super::progress::{Progress, ProgressTicker};
-use super::record::{DecisionLog, Outcome, Recording};
-use super::retry::RetryClient;
+use super::record::Outcome;
 use super::steps::{RunState, Steps};
 use crate::algorithm::Algorithm;
 use crate::limiter::{InsufficientCapacity, RateLimiter};
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
-use crate::sim::{ClientModel, DecisionSink, KeyTable, Scenario, SimError};
+use crate::sim::{DecisionSink, KeyTable, Scenario, SimError};
 use crate::time::{FakeClock, Nanos};
 
 /// One algorithm's run, fed the stream a chunk at a time.
@@ -77,21 +75,20 @@ impl<'a, A: Algorithm> Driver<'a, A> {
     /// A run of `algorithm` as `job` describes it; `heap_bytes` measures the heap a
     /// state owns, for algorithms whose states grow.
     pub(super) fn new(
-        job: Job<'a>,
+        mut job: Job<'a>,
         algorithm: A,
         heap_bytes: Option<fn(&A::State) -> usize>,
     ) -> Self {
         let sc = job.scenario;
-        let name = job.entry.name().to_string();
         let is_log = job.entry.builtin() == Some(Builtin::SlidingWindowLog);
         let silent = job.sink.is_none();
         let clock = FakeClock::new(Nanos::ZERO);
         let limiter = RateLimiter::with_clock(algorithm, clock.clone());
-        let retry = RetryClient::new(sc);
+        let run = RunState::new(&mut job, is_log);
         // The silent pass only redraws one key's window count. With open clients a
         // key's decisions depend on its own arrivals alone (eviction forgets only
         // states indistinguishable from fresh ones), so every other key is skipped.
-        let only_key = match (silent, &retry) {
+        let only_key = match (silent, &run.retry) {
             (true, None) => job.track,
             _ => None,
         };
@@ -101,13 +98,7 @@ impl<'a, A: Algorithm> Driver<'a, A> {
             limiter,
             janitor: Janitor::new(sc, heap_bytes),
             probes: (!silent).then(Probes::new),
-            run: RunState {
-                retry,
-                comparison: Comparison::new(sc.client == ClientModel::Open && !silent, is_log),
-                record: Recording::new(sc, &name, job.track, job.series),
-                decisions: DecisionLog::new(name, job.sink),
-                error: None,
-            },
+            run,
             progress: ProgressTicker::new(job.progress, sc.duration),
             only_key,
         }
@@ -138,8 +129,7 @@ impl<A: Algorithm> Steps for Driver<'_, A> {
         } else {
             self.denied(&event, answer);
         }
-        self.run.comparison.count(answer.allowed, log_allowed);
-        self.run.decisions.record(&event, &answer, keys)?;
+        self.run.answered(&event, &answer, log_allowed, keys)?;
         self.progress.tick(event.time);
         Ok(answer.allowed)
     }
@@ -203,14 +193,8 @@ impl<A: Algorithm> Driver<'_, A> {
         self.clock.set(sc.duration);
         self.janitor.sweep(&self.limiter, false);
         self.progress.finish();
-        let name = self.run.decisions.name;
-        let mut outcome = self.run.record.finish(sc, name, keys);
-        let m = &mut outcome.report.metrics;
-        match &self.run.retry {
-            None => self.run.comparison.report(m),
-            Some(retry) => retry.report(m),
-        }
-        self.janitor.report(m);
+        let mut outcome = self.run.finish(sc, keys);
+        self.janitor.report(&mut outcome.report.metrics);
         outcome
     }
 }

@@ -5,13 +5,13 @@
 //! The story only; deciding an attempt is each driver's own `step` (one server in
 //! `driver`, a deployment in `deployment`).
 
-use super::attempt::Event;
+use super::attempt::{Answer, Event};
 use super::compare::Comparison;
-use super::driver::Drive;
+use super::driver::{Drive, Job};
 use super::record::{DecisionLog, Outcome, Recording};
 use super::retry::RetryClient;
 use crate::sim::traffic::Arrival;
-use crate::sim::{KeyTable, SimError};
+use crate::sim::{ClientModel, KeyTable, Scenario, SimError};
 use crate::time::Nanos;
 
 /// What every driver keeps besides its limiters.
@@ -23,6 +23,48 @@ pub(super) struct RunState {
     pub(super) decisions: DecisionLog,
     /// The first sink error: the run stops deciding and reports it.
     pub(super) error: Option<SimError>,
+}
+
+impl RunState {
+    /// The state of a run of `job`'s algorithm, taking the job's sink. `is_reference`:
+    /// this run's decisions are the exact sliding log's, the reference itself.
+    pub(super) fn new(job: &mut Job<'_>, is_reference: bool) -> RunState {
+        let sc = job.scenario;
+        let name = job.entry.name().to_string();
+        let judged = sc.client == ClientModel::Open && job.sink.is_some();
+        RunState {
+            retry: RetryClient::new(sc),
+            comparison: Comparison::new(judged, is_reference),
+            record: Recording::new(sc, &name, job.track, job.series),
+            decisions: DecisionLog::new(name, job.sink.take()),
+            error: None,
+        }
+    }
+
+    /// An attempt was decided: count it against the reference and write its row.
+    #[inline]
+    pub(super) fn answered(
+        &mut self,
+        event: &Event,
+        answer: &Answer,
+        log_allowed: Option<bool>,
+        keys: &KeyTable,
+    ) -> Result<(), SimError> {
+        self.comparison.count(answer.allowed, log_allowed);
+        self.decisions.record(event, answer, keys)
+    }
+
+    /// The run is over: the recorded metrics, plus the comparison's (open clients) or
+    /// the retry client's.
+    pub(super) fn finish(self, sc: &Scenario, keys: &KeyTable) -> Outcome {
+        let mut outcome = self.record.finish(sc, self.decisions.name, keys);
+        let m = &mut outcome.report.metrics;
+        match &self.retry {
+            None => self.comparison.report(m),
+            Some(retry) => retry.report(m),
+        }
+        outcome
+    }
 }
 
 /// A driver: one attempt decided, its [`RunState`], and the metrics at the end.

@@ -16,15 +16,13 @@ mod router;
 mod synced;
 
 use super::attempt::Event;
-use super::compare::Comparison;
 use super::driver::Job;
 use super::progress::ProgressTicker;
-use super::record::{DecisionLog, Outcome, Recording};
-use super::retry::RetryClient;
+use super::record::Outcome;
 use super::steps::{RunState, Steps};
 use crate::algorithm::Algorithm;
 use crate::rule::Rule;
-use crate::sim::{ClientModel, Deployment, KeyTable, NodeReport, Scenario, SimError};
+use crate::sim::{Deployment, KeyTable, NodeReport, Scenario, SimError};
 use cluster::Cluster;
 use router::Router;
 
@@ -43,29 +41,21 @@ pub(super) struct DeployDriver<'a, A: Algorithm> {
 impl<'a, A: Algorithm> DeployDriver<'a, A> {
     /// A run of the algorithm `make` builds (once per limiter the deployment needs).
     pub(in crate::sim::engine) fn new(
-        job: Job<'a>,
+        mut job: Job<'a>,
         deployment: Deployment,
         make: &dyn Fn(&[Rule]) -> A,
         heap_bytes: Option<fn(&A::State) -> usize>,
     ) -> Self {
         let sc = job.scenario;
-        let name = job.entry.name().to_string();
         let silent = job.sink.is_none();
-        // Deployed, even the sliding log is not the reference: the reference is the
-        // one global log, and this run is compared with it.
-        let comparison = Comparison::new(sc.client == ClientModel::Open && !silent, false);
         DeployDriver {
             sc,
             deployment,
             router: Router::new(&deployment, sc.seed),
             cluster: Cluster::new(sc, &deployment, make, heap_bytes, !silent),
-            run: RunState {
-                retry: RetryClient::new(sc),
-                comparison,
-                record: Recording::new(sc, &name, job.track, job.series),
-                decisions: DecisionLog::new(name, job.sink),
-                error: None,
-            },
+            // Deployed, even the sliding log is not the reference: the reference is the
+            // one global log, and this run is compared with it.
+            run: RunState::new(&mut job, false),
             progress: ProgressTicker::new(job.progress, sc.duration),
             nodes: (0..deployment.nodes)
                 .map(|node| NodeReport {
@@ -109,8 +99,7 @@ impl<A: Algorithm> Steps for DeployDriver<'_, A> {
                 retry.denied(&heard, answer.retry_after);
             }
         }
-        self.run.comparison.count(answer.allowed, log_allowed);
-        self.run.decisions.record(&event, &answer, keys)?;
+        self.run.answered(&event, &answer, log_allowed, keys)?;
         self.progress.tick(event.time);
         Ok(answer.allowed)
     }
@@ -133,14 +122,9 @@ impl<A: Algorithm> DeployDriver<'_, A> {
     fn outcome(mut self, keys: &KeyTable) -> Outcome {
         let sc = self.sc;
         self.progress.finish();
-        let name = self.run.decisions.name;
-        let mut outcome = self.run.record.finish(sc, name, keys);
-        let m = &mut outcome.report.metrics;
-        match &self.run.retry {
-            None => self.run.comparison.report(m),
-            Some(retry) => retry.report(m),
-        }
-        self.cluster.report(sc.duration, m);
+        let mut outcome = self.run.finish(sc, keys);
+        self.cluster
+            .report(sc.duration, &mut outcome.report.metrics);
         outcome.report.nodes = self.nodes;
         outcome
     }
