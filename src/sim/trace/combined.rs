@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use super::input::{Input, Line, Lines};
+use super::input::{Input, Lines};
 use super::{Fault, Format};
 
 /// The fields of a combined line, as a scenario names them (`key = "ip"`). `request`
@@ -48,22 +48,11 @@ impl CombinedLog {
 
 impl Format for CombinedLog {
     fn advance(&mut self) -> Result<Option<usize>, Fault> {
-        loop {
-            let next = self
-                .lines
-                .next_line()
-                .map_err(|e| Fault::Fatal(None, format!("cannot read trace: {e}")))?;
-            let Some((number, line)) = next else {
-                return Ok(None);
-            };
-            let text = match line {
-                Line::Text(text) if text.trim().is_empty() => continue,
-                Line::Text(text) => text,
-                Line::Bad(why) => return Err(Fault::Bad(number, why)),
-            };
-            self.fields = parse(text).map_err(|why| Fault::Bad(number, why))?;
-            return Ok(Some(number));
-        }
+        let Some((number, fields)) = self.lines.next_parsed(parse)? else {
+            return Ok(None);
+        };
+        self.fields = fields;
+        Ok(Some(number))
     }
 
     fn field(&self, name: &str) -> Result<Option<Cow<'_, str>>, String> {

@@ -9,6 +9,8 @@ use std::io::{self, BufRead, BufReader, Read};
 
 use flate2::bufread::MultiGzDecoder;
 
+use super::Fault;
+
 /// The first two bytes of every gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
@@ -82,6 +84,32 @@ impl Lines {
             reader: BufReader::new(input),
             buf: Vec::new(),
             number: 0,
+        }
+    }
+
+    /// The next line that is not blank, split by `parse`, with its number; `None` at
+    /// the end. A line that is not text, or that `parse` refuses, is a [`Fault::Bad`]
+    /// naming it; an unreadable input is fatal. What every line-per-request format
+    /// (combined, JSON lines) does before looking at its fields.
+    pub(super) fn next_parsed<T>(
+        &mut self,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<Option<(usize, T)>, Fault> {
+        loop {
+            let next = self
+                .next_line()
+                .map_err(|e| Fault::Fatal(None, format!("cannot read trace: {e}")))?;
+            let Some((number, line)) = next else {
+                return Ok(None);
+            };
+            return match line {
+                Line::Text(text) if text.trim().is_empty() => continue,
+                Line::Text(text) => match parse(text) {
+                    Ok(fields) => Ok(Some((number, fields))),
+                    Err(why) => Err(Fault::Bad(number, why)),
+                },
+                Line::Bad(why) => Err(Fault::Bad(number, why)),
+            };
         }
     }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::value::RawValue;
 
-use super::input::{Input, Line, Lines};
+use super::input::{Input, Lines};
 use super::{Fault, Format};
 
 /// A JSON Lines trace being read.
@@ -32,22 +32,15 @@ impl JsonLines {
 
 impl Format for JsonLines {
     fn advance(&mut self) -> Result<Option<usize>, Fault> {
-        loop {
-            let next = (self.lines.next_line())
-                .map_err(|e| Fault::Fatal(None, format!("cannot read trace: {e}")))?;
-            let Some((number, line)) = next else {
-                return Ok(None);
-            };
-            let text = match line {
-                Line::Text(text) if text.trim().is_empty() => continue,
-                Line::Text(text) => text,
-                Line::Bad(why) => return Err(Fault::Bad(number, why)),
-            };
-            self.fields = serde_json::from_str(text).map_err(|e| {
-                Fault::Bad(number, format!("expected one JSON object per line: {e}"))
-            })?;
-            return Ok(Some(number));
-        }
+        let parse = |text: &str| {
+            serde_json::from_str(text)
+                .map_err(|e| format!("expected one JSON object per line: {e}"))
+        };
+        let Some((number, fields)) = self.lines.next_parsed(parse)? else {
+            return Ok(None);
+        };
+        self.fields = fields;
+        Ok(Some(number))
     }
 
     fn field(&self, name: &str) -> Result<Option<Cow<'_, str>>, String> {
