@@ -407,7 +407,7 @@ fn closest_name(name: &str, known: &[String]) -> Option<String> {
 }
 
 /// Levenshtein distance in characters: insertions, deletions and substitutions.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -3,6 +3,7 @@
 //!
 //! Words only: it decides nothing and records nothing.
 
+use crate::registry::edit_distance;
 use crate::sim::KeyTable;
 
 /// What to say when `--key` names no client of the run: up to three close names, or
@@ -33,24 +34,6 @@ pub(super) fn unknown_key_hint(key: &str, keys: &KeyTable) -> String {
             list(close.into_iter().take(3).map(|c| c.1).collect())
         )
     }
-}
-
-/// Levenshtein distance in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (diagonal + usize::from(ca != cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diagonal = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
