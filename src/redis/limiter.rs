@@ -5,8 +5,11 @@
 
 use std::time::Duration;
 
-use super::script::{self, Part};
-use super::{DEFAULT_TIMEOUT, FailurePolicy, Now, RedisError, RedisStore, Unrepresentable};
+use super::script::{self, Mode, Part};
+use super::{
+    DEFAULT_TIMEOUT, FailurePolicy, Now, OPEN_TIMEOUT, RedisError, RedisStore, StoreError,
+    Unrepresentable,
+};
 use crate::algorithm::Algorithm;
 use crate::composite::{Composite, CompositeDecision, EmptyComposite};
 use crate::fnv::fnv1a64;
@@ -184,7 +187,13 @@ impl RedisLimiter {
         if cost > capacity {
             return Err(InsufficientCapacity { cost, capacity }.into());
         }
-        Ok(script::decision(&self.call(key, cost, now, false)?))
+        Ok(script::decision(&self.call(
+            key,
+            cost,
+            now,
+            mode_of(now),
+            false,
+        )?))
     }
 
     /// Checks and consumes `cost` on every part at once and reports which part denied
@@ -198,9 +207,64 @@ impl RedisLimiter {
         cost: u64,
         now: Now,
     ) -> Result<CompositeDecision, RedisError> {
-        Ok(script::composite_decision(
-            &self.call(key, cost, now, true)?,
-        ))
+        Ok(script::composite_decision(&self.call(
+            key,
+            cost,
+            now,
+            mode_of(now),
+            true,
+        )?))
+    }
+
+    /// What [`try_acquire_n`](RedisLimiter::try_acquire_n) would answer for `key` at the
+    /// caller's instant `at`, changing nothing: no state is created, consumed or
+    /// trimmed, so later calls at earlier instants decide as if it never happened. The
+    /// simulator asks this to find when a denied request would pass, and for the
+    /// `remaining` of a cost that can never pass (ask with cost 0). One round trip.
+    pub fn peek_n(&self, key: &str, cost: u64, at: Nanos) -> Result<Decision, RedisError> {
+        let capacity = self.capacity();
+        if cost > capacity {
+            return Err(InsufficientCapacity { cost, capacity }.into());
+        }
+        let now = Now::Caller(at);
+        Ok(script::decision(&self.call(
+            key,
+            cost,
+            now,
+            Mode::Peek(at),
+            false,
+        )?))
+    }
+
+    /// Deletes the states of those of `keys` that are idle at the caller's instant `at`
+    /// (indistinguishable from fresh ones, as the in-memory `evict_idle` decides), and
+    /// says which were. For caller instants, whose keys have no TTL: the simulator's
+    /// janitor. Pipelined: one round trip per 1,000 keys.
+    pub fn evict_idle(&self, keys: &[&str], at: Nanos) -> Result<Vec<bool>, RedisError> {
+        let script = script::script_for(&self.parts);
+        let args = script::arguments(&self.parts, 0, Mode::Evict(at), false);
+        let mut evicted = Vec::with_capacity(keys.len());
+        for batch in keys.chunks(1000) {
+            let mut pipe = redis::pipe();
+            for key in batch {
+                let redis_keys = self.redis_keys(key, Now::Caller(at));
+                pipe.cmd("EVALSHA")
+                    .arg(script.get_hash())
+                    .arg(redis_keys.len())
+                    .arg(redis_keys)
+                    .arg(&args);
+            }
+            let replies: Vec<i64> = self
+                .store
+                .with_connection(self.timeout, |con| {
+                    // EVALSHA in a pipeline is not retried on NOSCRIPT: load first.
+                    script.load(con)?;
+                    pipe.query(con)
+                })
+                .map_err(|error| self.unavailable(error))?;
+            evicted.extend(replies.into_iter().map(|r| r == 1));
+        }
+        Ok(evicted)
     }
 
     fn call(
@@ -208,24 +272,26 @@ impl RedisLimiter {
         key: &str,
         cost: u64,
         now: Now,
+        mode: Mode,
         detail: bool,
     ) -> Result<Vec<script::PartReply>, RedisError> {
         let mut call = script::script_for(&self.parts).prepare_invoke();
         call.key(self.redis_keys(key, now));
-        let at = match now {
-            Now::Server => None,
-            Now::Caller(at) => Some(at),
-        };
-        call.arg(script::arguments(&self.parts, cost, at, detail));
+        call.arg(script::arguments(&self.parts, cost, mode, detail));
         let reply = self
             .store
             .with_connection(self.timeout, |con| call.invoke::<Vec<i64>>(con))
-            .map_err(|error| RedisError::Unavailable {
-                error,
-                policy: self.policy,
-                fallback: self.policy.decision(self.interval()),
-            })?;
+            .map_err(|error| self.unavailable(error))?;
         Ok(script::decode(&reply, self.parts.len(), detail))
+    }
+
+    /// Redis could not answer: the error, with the decision the policy gives.
+    fn unavailable(&self, error: StoreError) -> RedisError {
+        RedisError::Unavailable {
+            error,
+            policy: self.policy,
+            fallback: self.policy.decision(self.interval()),
+        }
     }
 
     /// The longest time one permit of a part takes to come back.
@@ -236,4 +302,56 @@ impl RedisLimiter {
             .max()
             .unwrap_or_default()
     }
+}
+
+/// A decision at `now` writes the state, with a TTL when the server's clock decides.
+fn mode_of(now: Now) -> Mode {
+    match now {
+        Now::Server => Mode::Decide(None),
+        Now::Caller(at) => Mode::Decide(Some(at)),
+    }
+}
+
+impl RedisStore {
+    /// Deletes every key under this store's prefix (`SCAN`, then `UNLINK` in batches)
+    /// and returns how many. Not atomic: a key written while it runs may survive. The
+    /// simulator removes a run's keys with it; keys decided at caller instants have no
+    /// TTL and would otherwise stay.
+    pub fn remove_all(&self) -> Result<u64, StoreError> {
+        let pattern = format!("{}:*", glob_escape(self.prefix()));
+        let mut cursor = 0u64;
+        let mut removed = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = self.with_connection(OPEN_TIMEOUT, |con| {
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query(con)
+            })?;
+            if !keys.is_empty() {
+                removed += self.with_connection(OPEN_TIMEOUT, |con| {
+                    redis::cmd("UNLINK").arg(&keys).query::<u64>(con)
+                })?;
+            }
+            if next == 0 {
+                return Ok(removed);
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// `text` matched literally by a Redis glob pattern.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -128,23 +128,35 @@ impl Part {
     }
 }
 
-/// The script's arguments after the keys: cost, instant, TTL mode, detail, parts.
-pub(super) fn arguments(
-    parts: &[Part],
-    cost: u64,
-    now: Option<Nanos>,
-    detail: bool,
-) -> Vec<String> {
+/// What a call does with the key's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Decide and write the new state, at the server's clock or the caller's instant.
+    Decide(Option<Nanos>),
+    /// Decide at the caller's instant and write nothing.
+    Peek(Nanos),
+    /// Write nothing, but delete the key when its state is idle at the caller's instant.
+    Evict(Nanos),
+}
+
+/// The script's arguments after the keys: cost, instant, mode, detail, parts.
+pub(super) fn arguments(parts: &[Part], cost: u64, mode: Mode, detail: bool) -> Vec<String> {
     // Above 2^53 a cost is inexact in Lua, but still above every capacity (< 2^53).
     let mut args = vec![cost.min(1 << 53).to_string()];
-    match now {
-        None => args.extend(["".into(), "".into(), "abs".into()]),
+    let (at, mode) = match mode {
+        Mode::Decide(None) => (None, "abs"),
+        Mode::Decide(Some(at)) => (Some(at), "none"),
+        Mode::Peek(at) => (Some(at), "peek"),
+        Mode::Evict(at) => (Some(at), "evict"),
+    };
+    match at {
+        None => args.extend(["".into(), "".into()]),
         Some(at) => args.extend([
             (at.as_u64() / NANOS_PER_SEC).to_string(),
             (at.as_u64() % NANOS_PER_SEC).to_string(),
-            "none".into(),
         ]),
     }
+    args.push(mode.into());
     args.push(if detail { "1" } else { "0" }.into());
     for part in parts {
         args.push(part.family.name().into());

@@ -88,7 +88,10 @@ end
 -- instant (s, ns < 1e9), or '' to read the server's TIME (microseconds). ARGV[4]:
 -- 'abs' = server time: PEXPIREAT at the idle instant, DEL when already idle; 'none' =
 -- caller instants: never expire or delete (fake time has no relation to the server's
--- clock, and deleting would forget the latest instant a backwards clock clamps to).
+-- clock, and deleting would forget the latest instant a backwards clock clamps to);
+-- 'peek' = caller instant, decide but write nothing (what the call would answer);
+-- 'evict' = caller instant, write nothing, but DEL every key when every part is idle
+-- (the in-memory limiter's evict_idle, for the simulator's fake clock).
 local NOW
 if ARGV[2] == '' then
   local t = redis.call('TIME'); NOW = {tonumber(t[1]), tonumber(t[2]) * 1000}
@@ -96,6 +99,8 @@ else
   NOW = {tonumber(ARGV[2]), tonumber(ARGV[3])}
 end
 local ABS = ARGV[4] == 'abs'
+-- Nothing is written: a peek, or an eviction's look at the states.
+local DRY = ARGV[4] == 'peek' or ARGV[4] == 'evict'
 
 -- The ceiling of p in ms: Redis deletes a key only once its clock (the one TIME reads)
 -- is past the mark, so the key outlives p, never the reverse.
@@ -104,6 +109,7 @@ local function pxat(p) return string.format('%.0f', p[1] * 1000 + ceildiv(p[2], 
 -- Stores `value` at `key` after a decision. Server time: deleted when `idle` (the state
 -- equals a fresh one from now on), else kept until the instant `idle_at` it will.
 local function persist(key, value, idle, idle_at)
+  if DRY then return end
   if not ABS then
     redis.call('SET', key, value)
   elseif idle then

@@ -18,18 +18,22 @@ function log.load(keys, k, argv, a)
   local raw = redis.call('GET', st.key)
   if raw then local v = parse(raw); total = v[1]; last = {v[2], v[3]} end
   st.now = latest(NOW, last)
-  -- an entry stops counting exactly W after it was admitted
+  -- an entry stops counting exactly W after it was admitted; a dry call (which must
+  -- leave the log as it found it) steps over the expired entries instead of popping
+  st.skip = 0
   while true do
-    local head = redis.call('LINDEX', st.list, 0)
+    local head = redis.call('LINDEX', st.list, st.skip)
     if not head then break end
     local e = entry(head)
     if before(st.now, add(e[1], st.w)) then break end
-    redis.call('LPOP', st.list)
+    if DRY then st.skip = st.skip + 1 else redis.call('LPOP', st.list) end
     total = total - e[2]
   end
   st.total = total
   local newest = redis.call('LINDEX', st.list, -1)
-  if newest then st.newest = entry(newest) end
+  if newest and (st.skip == 0 or redis.call('LLEN', st.list) > st.skip) then
+    st.newest = entry(newest)
+  end
   return st
 end
 
@@ -38,7 +42,7 @@ function log.check(st, cost)
   if cost <= st.max - st.total then return true, NOW end
   -- wait until enough of the oldest entries have expired to make room
   local must_free = st.total - (st.max - cost)
-  local i = 0
+  local i = st.skip
   while true do
     local chunk = redis.call('LRANGE', st.list, i, i + 31)
     if #chunk == 0 then return false, nil end -- not reached: the entries hold total

@@ -2,9 +2,10 @@
 -- checked before any is consumed, exactly as src/composite.rs does it: every part
 -- passes, then each takes cost; otherwise each takes 0 (it still sees the instant).
 --
--- ARGV: cost, now_s, now_ns, ttl (see common.lua), detail ('1': also each part's view
+-- ARGV: cost, now_s, now_ns, mode (see common.lua), detail ('1': also each part's view
 -- of a cost-1 request after the decision), then per part its family's name and params.
 -- KEYS: each part's keys, in order.
+-- A peek decides and writes nothing; an eviction replies 1 or 0 (see common.lua).
 -- Returns {now_s, now_ns, then per part: passed, pass_s, pass_ns, remaining, reset_s,
 -- reset_ns [, passed1, pass1_s, pass1_ns]}. `pass` is the instant the cost would pass
 -- (-1, -1: never); waits are formed in Rust (u128), from the instant asked.
@@ -19,6 +20,16 @@ while a <= #ARGV do
   parts[#parts + 1] = st
   k = k + family.nkeys
   a = a + 1 + family.nargs
+end
+if ARGV[4] == 'evict' then
+  -- The in-memory limiter's evict_idle: the key is forgotten (every part's keys) when
+  -- every part's state is indistinguishable from a fresh one. Replies 1 if it was.
+  for _, st in ipairs(parts) do
+    local _, idle = st.family.reset(st)
+    if not idle then return 0 end
+  end
+  redis.call('DEL', unpack(KEYS))
+  return 1
 end
 local function instant(ok, p)
   if p == nil then return {0, -1, -1} end
@@ -37,8 +48,10 @@ if all then take = cost end
 local reply = {NOW[1], NOW[2]}
 local function push(t) for _, v in ipairs(t) do reply[#reply + 1] = v end end
 for i, st in ipairs(parts) do
-  st.family.take(st, take)
-  st.family.save(st)
+  if not DRY then
+    st.family.take(st, take)
+    st.family.save(st)
+  end
   local reset = st.family.reset(st)
   push(checks[i])
   push({st.family.remaining(st), reset[1], reset[2]})
