@@ -1536,3 +1536,27 @@ fn compare_takes_key_for_every_scenario_it_runs() {
         "{csv}"
     );
 }
+
+/// Without the `redis` feature, `--store` says how to get it, and runs nothing.
+#[cfg(not(feature = "redis"))]
+#[test]
+fn store_without_the_redis_feature_says_how_to_build_it() {
+    let t = TestDir::new();
+    let args = [
+        "run",
+        "scenarios/burst.toml",
+        "--out",
+        "out",
+        "--store",
+        "redis://127.0.0.1:6379",
+    ];
+    let out = t.run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--features redis"),
+        "{}",
+        describe(&args, &out)
+    );
+    assert!(!t.path().join("out").exists());
+}

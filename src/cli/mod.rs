@@ -11,6 +11,7 @@ mod analysis;
 mod compare;
 mod nodes;
 mod run;
+mod store;
 mod sweep;
 mod validate;
 

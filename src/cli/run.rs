@@ -12,9 +12,12 @@ use ratesim::report::charts::ChartFormat;
 use ratesim::report::{
     self, DecisionParts, Progress, RunMetadata, ScenarioSource, TableOptions, WriteOptions,
 };
-use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError};
+use ratesim::sim::{
+    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError, StateStore,
+};
 use ratesim::{Registry, Rule};
 
+use super::store::{RunStore, redacted_args};
 use super::{Failure, Format, algos_flag, input, parse_burst, parse_limit, parse_seed, print};
 
 pub(super) const EXAMPLES: &str = "Examples:
@@ -97,6 +100,13 @@ pub(super) struct Common {
     /// Worker threads (algorithms run in parallel) [default: all cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    /// Keep the algorithms' states in Redis instead of this process: every decision is
+    /// a call of the Redis store's script at the simulated instant, and the reports
+    /// equal the in-memory run's. URL: redis://[USER:PASSWORD@]HOST:PORT[/DB] or
+    /// redis+unix:///PATH. The run's keys get a prefix of their own and are removed at
+    /// the end. Needs a build with `--features redis`.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
 }
 
 impl Common {
@@ -105,12 +115,14 @@ impl Common {
         &self,
         progress: &'a (dyn Fn(u64, u64) + Sync),
         registry: &'a Registry,
+        store: &'a StateStore,
     ) -> RunOptions<'a> {
         let defaults = RunOptions::default();
         RunOptions {
             threads: self.threads.map_or(defaults.threads, usize::from),
             progress: Some(progress),
             registry,
+            store,
         }
     }
 }
@@ -199,6 +211,9 @@ pub(super) fn simulate(
     registry: &Registry,
     source: ScenarioSource,
 ) -> Result<RunReport, Failure> {
+    // The store first: an unreachable Redis fails before anything is written.
+    let store = RunStore::open(common.store.as_deref())?;
+    sim::check_store(scenario, registry, store.state()).map_err(input)?;
     let out = report::prepare_output_dir(out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
     let progress = Progress::new(
@@ -207,7 +222,7 @@ pub(super) fn simulate(
     );
     progress.set_message(scenario.name.clone());
     let on_progress = |done: u64, _total: u64| progress.set_position(done);
-    let options = common.run_options(&on_progress, registry);
+    let options = common.run_options(&on_progress, registry, store.state());
     let mut parts = (!common.no_decisions).then(|| DecisionParts::new(&out));
     let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> {
         match parts.as_mut() {
@@ -217,8 +232,9 @@ pub(super) fn simulate(
     };
     let result = sim::run(scenario, &options, &mut sinks);
     progress.finish();
+    drop(store);
     let report = result.map_err(|e| match e {
-        SimError::Sink { .. } => Failure::Other(e.into()),
+        SimError::Sink { .. } | SimError::Store(_) => Failure::Other(e.into()),
         _ => input(e),
     })?;
     let mut written = Vec::new();
@@ -226,7 +242,7 @@ pub(super) fn simulate(
         written.push(parts.finish().context("cannot write decisions.csv")?);
     }
     let decisions = written.first().cloned();
-    let metadata = RunMetadata::new(&report, source, std::env::args().collect());
+    let metadata = RunMetadata::new(&report, source, redacted_args());
     let options = WriteOptions {
         charts: !common.no_charts,
         registry,

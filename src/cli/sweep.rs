@@ -203,7 +203,7 @@ pub(super) fn sweep(args: &SweepArgs, registry: &Registry) -> Result<(), Failure
         report::write_sweep(&out, &title, &rows, &args.goals, !args.no_charts, registry)
             .context("cannot write the results")?;
     if let Some(first) = reports.first() {
-        let mut meta = RunMetadata::new(first, source, std::env::args().collect());
+        let mut meta = RunMetadata::new(first, source, super::store::redacted_args());
         meta.limits = std::iter::once(&scenario.rule)
             .chain(&scenario.extra_limits)
             .map(RuleReport::from)
@@ -259,6 +259,7 @@ fn run_sweep(
         threads: args.threads.map_or(defaults.threads, usize::from),
         progress: Some(&on_progress),
         registry,
+        ..defaults
     };
     let result = sim::sweep(scenario, rules, &options);
     progress.finish();

@@ -93,8 +93,9 @@ pub struct Metrics {
     pub peak_keys: u64,
     /// The largest per-key state seen at the periodic idle-key sweeps: `size_of` the
     /// state plus its heap (the log's entries), in bytes. A peak between two sweeps
-    /// can be missed.
-    pub state_bytes_per_key: u64,
+    /// can be missed. `None` when the states lived outside this process (a run on
+    /// Redis), where this process measures nothing.
+    pub state_bytes_per_key: Option<u64>,
     /// The limit these numbers are measured against (the scenario's first): its
     /// `max_requests`, so a summary row says what "over" meant.
     pub limit_max_requests: u64,

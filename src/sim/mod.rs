@@ -34,7 +34,9 @@ mod scenario;
 mod trace;
 mod traffic;
 
-pub use engine::{PROGRESS_STEPS, RunOptions, check_sweepable, run, sweep};
+pub use engine::{
+    PROGRESS_STEPS, RunOptions, StateStore, check_store, check_sweepable, run, sweep,
+};
 pub use metrics::{
     LatencyHistogram, Metrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES, WindowSample,
 };
@@ -140,6 +142,13 @@ pub enum SimError {
     /// The scenario selects no algorithm.
     #[error("no algorithm to run; expected at least one name, or `all`")]
     NoAlgorithms,
+    /// The store holding the states (Redis) failed; the run stops, since a decision
+    /// the store did not make is not one a report may count.
+    #[error("the state store failed: {0}")]
+    Store(String),
+    /// A scenario or algorithm the chosen store cannot run.
+    #[error("{0}")]
+    StoreUnsupported(String),
     /// A sweep was given a scenario with a `[deployment]`, which it cannot simulate yet.
     #[error(
         "a sweep runs one server: {scenario} has a [deployment] table, which sweep does not \
@@ -150,6 +159,13 @@ pub enum SimError {
         /// The scenario's name.
         scenario: String,
     },
+}
+
+/// In-memory states never fail.
+impl From<std::convert::Infallible> for SimError {
+    fn from(never: std::convert::Infallible) -> SimError {
+        match never {}
+    }
 }
 
 /// Everything a run measured, for the reports layer.

@@ -11,18 +11,26 @@
 
 use super::deployment::DeployDriver;
 use super::driver::{Drive, Driver, Job};
+use super::states::Local;
 use crate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog,
     TokenBucket,
 };
 use crate::composite::Composite;
-use crate::registry::Builtin;
+use crate::registry::{Builtin, Registry};
 use crate::rule::Rule;
+use crate::sim::{Scenario, SimError};
 use crate::time::Nanos;
 
 /// Static dispatch: each built-in runs the engine monomorphised for its concrete type;
 /// any other entry falls back to its type-erased algorithm.
 pub(super) fn driver<'a>(job: Job<'a>) -> Box<dyn Drive + 'a> {
+    #[cfg(feature = "redis")]
+    if let super::StateStore::Redis(store) = job.store {
+        let limiter = remote::limiter(store, job.entry, &rules(job.scenario))
+            .expect("the run checked every algorithm against the store before it started");
+        return Box::new(Driver::new(job, super::states::Remote::new(limiter)));
+    }
     let entry = job.entry;
     if !job.scenario.extra_limits.is_empty() {
         // Several [[limit]]s: the algorithm enforces all of them as one composite.
@@ -58,12 +66,90 @@ fn boxed<'a, A: Algorithm + 'a>(
     let sc = job.scenario;
     match sc.deployment {
         None => {
-            let rules: Vec<Rule> = std::iter::once(sc.rule)
-                .chain(sc.extra_limits.iter().copied())
-                .collect();
-            Box::new(Driver::new(job, make(&rules), heap_bytes))
+            let states = Local::new(make(&rules(sc)), heap_bytes);
+            Box::new(Driver::new(job, states))
         }
         Some(deployment) => Box::new(DeployDriver::new(job, deployment, &make, heap_bytes)),
+    }
+}
+
+/// The scenario's rules: its first, then its further `[[limit]]`s.
+fn rules(sc: &Scenario) -> Vec<Rule> {
+    std::iter::once(sc.rule)
+        .chain(sc.extra_limits.iter().copied())
+        .collect()
+}
+
+/// Checks that every algorithm of `scenario` can run on `store` (found in `registry`);
+/// [`run`](crate::sim::run) checks it too, but a caller can before it creates anything.
+#[cfg_attr(not(feature = "redis"), allow(unused_variables))]
+pub fn check_store(
+    scenario: &Scenario,
+    registry: &Registry,
+    store: &super::StateStore,
+) -> Result<(), SimError> {
+    match store {
+        super::StateStore::Memory => Ok(()),
+        #[cfg(feature = "redis")]
+        super::StateStore::Redis(store) => {
+            if scenario.deployment.is_some() {
+                return Err(SimError::StoreUnsupported(format!(
+                    "--store: {} has a [deployment] table, which simulates its own store \
+                     (shared, shared_racy, synced); run it without --store",
+                    scenario.name
+                )));
+            }
+            for name in &scenario.algorithms {
+                remote::limiter(store, registry.entry(name)?, &rules(scenario))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The Redis store's limiter for an algorithm: one built-in, or a composite of one
+/// built-in over several `[[limit]]`s, as the memory run's.
+#[cfg(feature = "redis")]
+mod remote {
+    use std::time::Duration;
+
+    use crate::redis::{RedisLimiter, RedisStore};
+    use crate::registry::Entry;
+    use crate::rule::Rule;
+    use crate::sim::SimError;
+
+    /// How long a run waits for each of Redis's answers.
+    const TIMEOUT: Duration = Duration::from_secs(30);
+
+    pub(in crate::sim::engine) fn limiter(
+        store: &RedisStore,
+        entry: &Entry,
+        rules: &[Rule],
+    ) -> Result<RedisLimiter, SimError> {
+        let builtin = entry.builtin().ok_or_else(|| {
+            SimError::StoreUnsupported(format!(
+                "--store: the Redis store has scripts for the six built-in algorithms; \
+                 `{}` is not one of them",
+                entry.name()
+            ))
+        })?;
+        let unrepresentable = |e: crate::redis::Unrepresentable| {
+            SimError::StoreUnsupported(format!("--store: {}: {e}", entry.name()))
+        };
+        let mut parts = Vec::new();
+        for rule in rules {
+            parts.push(store.builtin(builtin, *rule).map_err(unrepresentable)?);
+        }
+        let limiter = if parts.len() == 1 {
+            parts.swap_remove(0)
+        } else {
+            store
+                .composite(parts)
+                .expect("a scenario has at least one rule")
+        };
+        // A run is not a request path: a slow answer (a busy machine) is waited for,
+        // since a timeout would end the whole run.
+        Ok(limiter.with_timeout(TIMEOUT))
     }
 }
 

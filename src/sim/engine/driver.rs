@@ -1,5 +1,5 @@
-//! One algorithm's run: its own limiter on its own [`FakeClock`], fed the stream a
-//! chunk at a time, with each request attempt told as a short story — sweep, decide,
+//! One algorithm's run: its own key states (in memory on a fake clock, or in Redis),
+//! fed the stream a chunk at a time, with each request attempt told as a short story — sweep, decide,
 //! record, then admit or deny (probe the advice, schedule a retry), compare with the
 //! reference, write the row.
 //!
@@ -12,13 +12,11 @@ use super::janitor::Janitor;
 use super::probe::{Probes, judge};
 use super::progress::{Progress, ProgressTicker};
 use super::record::Outcome;
+use super::states::KeyStates;
 use super::steps::{RunState, Steps};
-use crate::algorithm::Algorithm;
-use crate::limiter::{InsufficientCapacity, RateLimiter};
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
-use crate::sim::{DecisionSink, KeyTable, Scenario, SimError};
-use crate::time::{FakeClock, Nanos};
+use crate::sim::{DecisionSink, KeyTable, Scenario, SimError, StateStore};
 
 /// One algorithm's run, fed the stream a chunk at a time.
 pub(super) trait Drive {
@@ -53,14 +51,16 @@ pub(super) struct Job<'a> {
     pub(super) track: Option<u32>,
     /// Keep the window-count series and the timeline (`false` for a sweep).
     pub(super) series: bool,
+    /// Where the keys' states live (read only when a store besides memory is built in).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(super) store: &'a StateStore,
 }
 
 /// The state of one algorithm's run between chunks.
-pub(super) struct Driver<'a, A: Algorithm> {
+pub(super) struct Driver<'a, S: KeyStates> {
     sc: &'a Scenario,
-    clock: FakeClock,
-    limiter: RateLimiter<A, u32, FakeClock>,
-    janitor: Janitor<A>,
+    states: S,
+    janitor: Janitor,
     /// Each denial's earliest passing instant, probed or remembered; `None` for the
     /// silent second pass, which judges nothing.
     probes: Option<Probes>,
@@ -71,19 +71,12 @@ pub(super) struct Driver<'a, A: Algorithm> {
     only_key: Option<u32>,
 }
 
-impl<'a, A: Algorithm> Driver<'a, A> {
-    /// A run of `algorithm` as `job` describes it; `heap_bytes` measures the heap a
-    /// state owns, for algorithms whose states grow.
-    pub(super) fn new(
-        mut job: Job<'a>,
-        algorithm: A,
-        heap_bytes: Option<fn(&A::State) -> usize>,
-    ) -> Self {
+impl<'a, S: KeyStates> Driver<'a, S> {
+    /// A run of the algorithm whose keys `states` holds (all fresh), as `job` describes.
+    pub(super) fn new(mut job: Job<'a>, states: S) -> Self {
         let sc = job.scenario;
         let is_log = job.entry.builtin() == Some(Builtin::SlidingWindowLog);
         let silent = job.sink.is_none();
-        let clock = FakeClock::new(Nanos::ZERO);
-        let limiter = RateLimiter::with_clock(algorithm, clock.clone());
         let run = RunState::new(&mut job, is_log);
         // The silent pass only redraws one key's window count. With open clients a
         // key's decisions depend on its own arrivals alone (eviction forgets only
@@ -94,9 +87,8 @@ impl<'a, A: Algorithm> Driver<'a, A> {
         };
         Driver {
             sc,
-            clock,
-            limiter,
-            janitor: Janitor::new(sc, heap_bytes),
+            janitor: Janitor::new(sc, &states),
+            states,
             probes: (!silent).then(Probes::new),
             run,
             progress: ProgressTicker::new(job.progress, sc.duration),
@@ -105,7 +97,7 @@ impl<'a, A: Algorithm> Driver<'a, A> {
     }
 }
 
-impl<A: Algorithm> Steps for Driver<'_, A> {
+impl<S: KeyStates> Steps for Driver<'_, S> {
     /// Decides one request attempt and records what the metrics need; returns
     /// whether it was admitted.
     #[inline]
@@ -119,15 +111,15 @@ impl<A: Algorithm> Steps for Driver<'_, A> {
             return Ok(false);
         }
         self.janitor
-            .catch_up(&self.clock, &self.limiter, event.time);
-        self.clock.set(event.time);
+            .catch_up(&mut self.states, event.time)
+            .map_err(Into::into)?;
         self.janitor.touch(event.key);
-        let answer = self.decide(&event);
+        let answer = self.states.ask(&event, event.time).map_err(Into::into)?;
         self.run.record.attempt(&event, answer.allowed);
         if answer.allowed {
             self.admitted(&event);
         } else {
-            self.denied(&event, answer);
+            self.denied(&event, answer)?;
         }
         self.run.answered(&event, &answer, log_allowed, keys)?;
         self.progress.tick(event.time);
@@ -143,18 +135,12 @@ impl<A: Algorithm> Steps for Driver<'_, A> {
         &self.run
     }
 
-    fn outcome(self, keys: &KeyTable) -> Outcome {
+    fn outcome(self, keys: &KeyTable) -> Result<Outcome, SimError> {
         Driver::outcome(self, keys)
     }
 }
 
-impl<A: Algorithm> Driver<'_, A> {
-    /// Asks the limiter, at the clock's current instant.
-    #[inline]
-    fn decide(&mut self, event: &Event) -> Answer {
-        ask(&mut self.limiter, event)
-    }
-
+impl<S: KeyStates> Driver<'_, S> {
     /// `event` was admitted: what the probes remembered about its key no longer holds,
     /// and a retrying client has succeeded.
     #[inline]
@@ -171,13 +157,14 @@ impl<A: Algorithm> Driver<'_, A> {
     /// has its advice judged against the earliest instant it would pass. A retrying
     /// client then comes back later (or gives up).
     #[inline]
-    fn denied(&mut self, event: &Event, answer: Answer) {
+    fn denied(&mut self, event: &Event, answer: Answer) -> Result<(), SimError> {
         match (answer.retry_after, self.probes.as_mut()) {
             (None, _) => self.run.record.m.never_fits += 1,
             (Some(retry_after), Some(probes)) => {
                 let now = event.time;
-                let earliest =
-                    probes.earliest(&mut self.limiter, event.key, event.cost, now, retry_after);
+                let earliest = probes
+                    .earliest(&mut self.states, event.key, event.cost, now, retry_after)
+                    .map_err(Into::into)?;
                 judge(&mut self.run.record.m, now, retry_after, earliest);
             }
             (Some(_), None) => {}
@@ -185,38 +172,18 @@ impl<A: Algorithm> Driver<'_, A> {
         if let Some(retry) = self.run.retry.as_mut() {
             retry.denied(event, answer.retry_after);
         }
+        Ok(())
     }
 
     /// The run is over: the final sweep, and the metrics.
-    fn outcome(mut self, keys: &KeyTable) -> Outcome {
+    fn outcome(mut self, keys: &KeyTable) -> Result<Outcome, SimError> {
         let sc = self.sc;
-        self.clock.set(sc.duration);
-        self.janitor.sweep(&self.limiter, false);
+        self.janitor
+            .sweep(&mut self.states, sc.duration, false)
+            .map_err(Into::into)?;
         self.progress.finish();
         let mut outcome = self.run.finish(sc, keys);
         self.janitor.report(&mut outcome.report.metrics);
-        outcome
-    }
-}
-
-/// Asks `limiter` about `event`, at its clock's current instant. A cost above the
-/// capacity is refused before the key is looked up (so it creates no key), and its
-/// `remaining` is then read without consuming.
-#[inline]
-pub(super) fn ask<A: Algorithm>(
-    limiter: &mut RateLimiter<A, u32, FakeClock>,
-    event: &Event,
-) -> Answer {
-    match limiter.try_acquire_n_mut(&event.key, event.cost) {
-        Ok(d) => Answer {
-            allowed: d.allowed,
-            remaining: d.remaining,
-            retry_after: Some(d.retry_after),
-        },
-        Err(InsufficientCapacity { .. }) => Answer {
-            allowed: false,
-            remaining: limiter.peek(&event.key).remaining,
-            retry_after: None,
-        },
+        Ok(outcome)
     }
 }

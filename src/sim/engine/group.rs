@@ -14,6 +14,7 @@ use crate::registry::Entry;
 use crate::sim::traffic::Arrival;
 use crate::sim::{
     AlgorithmReport, ArrivalStream, DecisionSink, KeyTable, Scenario, ScenarioError, SimError,
+    StateStore,
 };
 
 /// Arrivals generated and fed to the algorithms at a time: small enough to stay in
@@ -39,6 +40,7 @@ pub(super) fn run_group<'a>(
     group: Vec<Assigned<'a>>,
     progress: &'a Progress<'a>,
     share: Share,
+    store: &'a StateStore,
 ) -> Vec<Finished> {
     let mut results = Vec::new();
     let mut drivers = Vec::new();
@@ -51,6 +53,7 @@ pub(super) fn run_group<'a>(
             progress: Some(progress),
             track: None,
             series: true,
+            store,
         };
         drivers.push(driver(job));
         owners.push((a.index, a.entry));
@@ -60,7 +63,7 @@ pub(super) fn run_group<'a>(
     let mut again_slots = Vec::new();
     for ((index, entry), outcome) in owners.into_iter().zip(first) {
         let outcome = outcome.and_then(known_key).map(|o| {
-            if let Some(d) = second_pass(scenario, entry, &o) {
+            if let Some(d) = second_pass(scenario, entry, &o, store) {
                 again.push(d);
                 again_slots.push(results.len());
             }
@@ -100,6 +103,7 @@ fn second_pass<'a>(
     scenario: &'a Scenario,
     entry: &'a Entry,
     first: &Outcome,
+    store: &'a StateStore,
 ) -> Option<Box<dyn Drive + 'a>> {
     let worst = match first.wanted {
         Some(Ok(wanted)) if first.tracked != Some(wanted) => wanted,
@@ -114,6 +118,7 @@ fn second_pass<'a>(
         progress: None,
         track: Some(worst),
         series: true,
+        store,
     };
     Some(driver(job))
 }

@@ -5,10 +5,9 @@
 //! Eviction forgets only states indistinguishable from fresh ones, so the janitor never
 //! changes a decision; it only keeps memory bounded and measures it.
 
-use crate::algorithm::Algorithm;
-use crate::limiter::RateLimiter;
+use super::states::KeyStates;
 use crate::sim::{Metrics, Scenario};
-use crate::time::{FakeClock, Nanos};
+use crate::time::Nanos;
 
 /// The instants of the periodic sweeps: every `every` nanoseconds from `every` on.
 pub(super) struct Sweeps {
@@ -39,64 +38,64 @@ impl Sweeps {
     }
 }
 
-/// The periodic idle-key sweep of one algorithm's limiter, and the memory samples
+/// The periodic idle-key sweep of one algorithm's key states, and the memory samples
 /// taken at it.
-pub(super) struct Janitor<A: Algorithm> {
+pub(super) struct Janitor {
     sweeps: Sweeps,
-    heap_bytes: Option<fn(&A::State) -> usize>,
-    /// Keys seen since the last sweep (only when states own heap memory).
+    /// The states' sizes vary (the log's entries): the keys touched since the last
+    /// sweep are measured at it.
+    measure: bool,
+    /// Keys seen since the last sweep (only when measured).
     touched: Vec<u32>,
     marked: Vec<bool>,
     peak_keys: u64,
-    state_bytes: u64,
+    /// `None` when the states live outside this process (Redis) and are not measured.
+    state_bytes: Option<u64>,
 }
 
-impl<A: Algorithm> Janitor<A> {
-    /// `heap_bytes` measures the heap a state owns, for algorithms whose states grow.
-    pub(super) fn new(sc: &Scenario, heap_bytes: Option<fn(&A::State) -> usize>) -> Self {
+impl Janitor {
+    /// The janitor of `states`, which start empty.
+    pub(super) fn new(sc: &Scenario, states: &impl KeyStates) -> Self {
         Janitor {
             sweeps: Sweeps::new(sc),
-            heap_bytes,
+            measure: states.fresh_bytes().is_some() && states.key_bytes_vary(),
             touched: Vec::new(),
             marked: Vec::new(),
             peak_keys: 0,
-            state_bytes: std::mem::size_of::<A::State>() as u64,
+            state_bytes: states.fresh_bytes(),
         }
     }
 
-    /// Runs every sweep due at or before `now`, each at its own instant on `clock`.
+    /// Runs every sweep due at or before `now`, each at its own instant.
     #[inline]
-    pub(super) fn catch_up(
+    pub(super) fn catch_up<S: KeyStates>(
         &mut self,
-        clock: &FakeClock,
-        limiter: &RateLimiter<A, u32, FakeClock>,
+        states: &mut S,
         now: Nanos,
-    ) {
-        self.catch_up_read(clock, limiter, now, |at| at);
+    ) -> Result<(), S::Error> {
+        self.catch_up_read(states, now, |at| at)
     }
 
-    /// [`catch_up`](Self::catch_up) for a limiter whose clock is not true time: each
-    /// sweep due at true time `at` runs at `reading(at)`, the earliest instant the
-    /// limiter can still be asked at afterwards (so no state it would still count is
-    /// evicted).
+    /// [`catch_up`](Self::catch_up) for states whose clock is not true time: each sweep
+    /// due at true time `at` runs at `reading(at)`, the earliest instant the states can
+    /// still be asked at afterwards (so no state that would still count is evicted).
     #[inline]
-    pub(super) fn catch_up_read(
+    pub(super) fn catch_up_read<S: KeyStates>(
         &mut self,
-        clock: &FakeClock,
-        limiter: &RateLimiter<A, u32, FakeClock>,
+        states: &mut S,
         now: Nanos,
         reading: impl Fn(Nanos) -> Nanos,
-    ) {
+    ) -> Result<(), S::Error> {
         while let Some(at) = self.sweeps.next_due(now) {
-            clock.set(reading(at));
-            self.sweep(limiter, true);
+            self.sweep(states, reading(at), true)?;
         }
+        Ok(())
     }
 
     /// Notes that `key` was used, so the next sweep measures its state.
     #[inline]
     pub(super) fn touch(&mut self, key: u32) {
-        if self.heap_bytes.is_none() {
+        if !self.measure {
             return;
         }
         let i = key as usize;
@@ -109,22 +108,25 @@ impl<A: Algorithm> Janitor<A> {
         }
     }
 
-    /// Keys are only added between sweeps, so the count just before eviction is the
-    /// peak since the last sweep.
-    pub(super) fn sweep(&mut self, limiter: &RateLimiter<A, u32, FakeClock>, evict: bool) {
-        self.peak_keys = self.peak_keys.max(limiter.len() as u64);
-        if let Some(heap_bytes) = self.heap_bytes {
-            for key in self.touched.drain(..) {
-                self.marked[key as usize] = false;
-                if let Some(heap) = limiter.inspect(&key, heap_bytes) {
-                    let bytes = std::mem::size_of::<A::State>() + heap;
-                    self.state_bytes = self.state_bytes.max(bytes as u64);
-                }
+    /// A sweep at `at`. Keys are only added between sweeps, so the count just before
+    /// eviction is the peak since the last sweep.
+    pub(super) fn sweep<S: KeyStates>(
+        &mut self,
+        states: &mut S,
+        at: Nanos,
+        evict: bool,
+    ) -> Result<(), S::Error> {
+        self.peak_keys = self.peak_keys.max(states.len() as u64);
+        for key in self.touched.drain(..) {
+            self.marked[key as usize] = false;
+            if let Some(bytes) = states.key_bytes(key) {
+                self.state_bytes = self.state_bytes.max(Some(bytes));
             }
         }
         if evict {
-            limiter.evict_idle();
+            states.evict_idle(at)?;
         }
+        Ok(())
     }
 
     /// Writes the memory samples into the run's metrics.

@@ -43,6 +43,8 @@
 //! - `attempt`: one request attempt and the limiter's answer, passed between these.
 //! - `queue` and `retry`: the event queue and the retry clients.
 //! - `probe`: the earliest passing instant of each denial, and the advice judged.
+//! - `states`: where one algorithm's key states live (the library's `RateLimiter` in
+//!   memory, or Redis) and what a run asks of them.
 //! - `janitor`: the periodic idle-key sweep and memory samples.
 //! - `record`: counters, window counts, timeline and decision rows.
 //! - `progress`: progress units, shared across threads.
@@ -64,10 +66,12 @@ mod queue;
 mod record;
 mod reference;
 mod retry;
+mod states;
 mod steps;
 mod sweep;
 mod threads;
 
+pub use dispatch::check_store;
 pub use progress::PROGRESS_STEPS;
 pub use sweep::{check_sweepable, sweep};
 
@@ -93,7 +97,29 @@ pub struct RunOptions<'a> {
     /// Where the scenario's algorithm names are found and built: the registry the
     /// scenario was parsed with ([`Scenario::parse_with`]). Default: the built-ins.
     pub registry: &'a Registry,
+    /// Where the algorithms' key states live. Default: [`StateStore::Memory`].
+    pub store: &'a StateStore,
 }
+
+/// Where a run keeps its algorithms' key states. The decisions, and so every report,
+/// are the same on every store; only what the run measures of memory differs.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum StateStore {
+    /// In this process: the library's own `RateLimiter`, one per algorithm, on a fake
+    /// clock.
+    #[default]
+    Memory,
+    /// In Redis (feature `redis`): every decision, probe and idle-key eviction is a
+    /// call of the Redis store's script at the fake clock's instant, under the store's
+    /// prefix, which should be the run's own. The built-in algorithms and their
+    /// composites only; no `[deployment]` (it simulates its own store).
+    #[cfg(feature = "redis")]
+    Redis(crate::redis::RedisStore),
+}
+
+/// The default store, for [`RunOptions::default`].
+static MEMORY: StateStore = StateStore::Memory;
 
 impl Default for RunOptions<'_> {
     /// One thread per available core, no progress reports, the built-in algorithms.
@@ -102,6 +128,7 @@ impl Default for RunOptions<'_> {
             threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             progress: None,
             registry: Registry::builtin(),
+            store: &MEMORY,
         }
     }
 }
@@ -112,6 +139,7 @@ impl std::fmt::Debug for RunOptions<'_> {
             .field("threads", &self.threads)
             .field("progress", &self.progress.is_some())
             .field("registry", &self.registry)
+            .field("store", &self.store)
             .finish()
     }
 }
@@ -127,10 +155,11 @@ pub fn run(
     if scenario.algorithms.is_empty() {
         return Err(SimError::NoAlgorithms);
     }
+    dispatch::check_store(scenario, options.registry, options.store)?;
     let threads = options.threads.clamp(1, scenario.algorithms.len());
     let groups = threads::deal(scenario, options.registry, threads, sinks)?;
     let progress = Progress::new(scenario.algorithms.len(), options.progress);
-    let algorithms = threads::run_groups(scenario, groups, &progress)?;
+    let algorithms = threads::run_groups(scenario, groups, &progress, options.store)?;
     Ok(report_of(scenario, algorithms))
 }
 

@@ -4,10 +4,10 @@
 //! Probing only asks (`Algorithm::would_pass`, nothing consumed); it never changes a
 //! key's state nor decides a request.
 
+use super::states::KeyStates;
 use crate::algorithm::Algorithm;
-use crate::limiter::RateLimiter;
 use crate::sim::metrics::{Honesty, Metrics};
-use crate::time::{FakeClock, NANOS_PER_SEC, Nanos};
+use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// Counts `retry_after` (and its whole-second header form) against the exact
 /// earliest instant the denied request would pass.
@@ -73,14 +73,14 @@ impl Probes {
 
     /// The earliest instant after `now` at which the request of `cost` just denied
     /// for `key` (advertised wait `retry_after`) would pass; `None` if it never does.
-    pub(super) fn earliest<A: Algorithm>(
+    pub(super) fn earliest<S: KeyStates>(
         &mut self,
-        limiter: &mut RateLimiter<A, u32, FakeClock>,
+        states: &mut S,
         key: u32,
         cost: u64,
         now: Nanos,
         retry_after: Nanos,
-    ) -> Option<Nanos> {
+    ) -> Result<Option<Nanos>, S::Error> {
         let slot = Self::slot(key);
         let remembered = match self.slots[slot] {
             Some((k, c, earliest)) if k == key && c == cost && earliest.is_none_or(|e| e > now) => {
@@ -91,11 +91,9 @@ impl Probes {
         if let Some(earliest) = remembered
             && !cfg!(debug_assertions)
         {
-            return earliest;
+            return Ok(earliest);
         }
-        let earliest = limiter.with_state_mut(&key, |algo, state, _| {
-            earliest_pass(algo, state, now, retry_after, cost)
-        });
+        let earliest = states.earliest(key, cost, now, retry_after)?;
         if let Some(r) = remembered {
             assert_eq!(
                 r, earliest,
@@ -103,24 +101,38 @@ impl Probes {
             );
         }
         self.slots[slot] = Some((key, cost, earliest));
-        earliest
+        Ok(earliest)
     }
 }
 
 /// The earliest instant after `now` at which a request of `cost` passes on `state`
 /// (nothing else happening), or `None` if it never does. The request was just denied at
 /// `now`. Each probe asks [`Algorithm::would_pass`], which decides as `try_acquire`
-/// would on a copy. The advertised wait is tried first (with the instant just before
-/// it), so an exact algorithm costs two probes; otherwise the instant is found by
-/// exponential then binary search.
-fn earliest_pass<A: Algorithm>(
+/// would on a copy.
+pub(super) fn earliest_pass<A: Algorithm>(
     algorithm: &A,
     state: &A::State,
     now: Nanos,
     hint: Nanos,
     cost: u64,
 ) -> Option<Nanos> {
-    let mut passes = |t: u64| algorithm.would_pass(state, Nanos::new(t), cost);
+    earliest_pass_by(
+        |t| algorithm.would_pass(state, Nanos::new(t), cost),
+        now,
+        hint,
+    )
+}
+
+/// The earliest instant after `now` at which `passes` holds, or `None` if it never
+/// does; `passes` fails at `now` and, once it holds, holds at every later instant. The
+/// advertised wait `hint` is tried first (with the instant just before it), so an exact
+/// algorithm costs two probes; otherwise the instant is found by exponential then
+/// binary search.
+pub(super) fn earliest_pass_by(
+    mut passes: impl FnMut(u64) -> bool,
+    now: Nanos,
+    hint: Nanos,
+) -> Option<Nanos> {
     let denied = now.as_u64(); // known: denied at `now`
     let guess = (now + hint).as_u64();
     // Try the advertised instant, and the instant just before it.

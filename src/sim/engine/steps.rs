@@ -81,7 +81,7 @@ pub(super) trait Steps {
     /// The run's state, to read.
     fn state_ref(&self) -> &RunState;
     /// The run is over (every attempt decided and recorded): the metrics.
-    fn outcome(self, keys: &KeyTable) -> Outcome
+    fn outcome(self, keys: &KeyTable) -> Result<Outcome, SimError>
     where
         Self: Sized;
 }
@@ -135,7 +135,7 @@ impl<S: Steps> Drive for S {
         let run = self.state();
         run.record.track_admitted();
         run.decisions.finish()?;
-        Ok((*self).outcome(keys))
+        (*self).outcome(keys)
     }
 }
 

@@ -27,7 +27,7 @@ use crate::rule::Rule;
 use crate::sim::traffic::Arrival;
 use crate::sim::{
     AlgorithmReport, ArrivalStream, KeyTable, NoopSink, RunReport, Scenario, ScenarioError,
-    SimError,
+    SimError, StateStore,
 };
 
 /// One chunk of the stream as every worker receives it.
@@ -73,6 +73,11 @@ pub fn sweep(
         return Err(SimError::NoAlgorithms);
     }
     check_sweepable(scenario)?;
+    if !matches!(options.store, StateStore::Memory) {
+        return Err(SimError::StoreUnsupported(
+            "a sweep keeps its states in memory; it does not run on another store".into(),
+        ));
+    }
     let entries = scenario
         .algorithms
         .iter()
@@ -213,6 +218,7 @@ fn work<'a>(
                         progress: Some(progress),
                         track: None,
                         series: false,
+                        store: &StateStore::Memory,
                     })
                 })
                 .collect();

@@ -12,7 +12,7 @@ use super::group::{Assigned, Finished, run_group};
 use super::progress::Progress;
 use super::reference::Share;
 use crate::registry::{Builtin, Registry};
-use crate::sim::{AlgorithmReport, ClientModel, DecisionSink, Scenario, SimError};
+use crate::sim::{AlgorithmReport, ClientModel, DecisionSink, Scenario, SimError, StateStore};
 
 /// Deals the scenario's algorithms (found in `registry`) round-robin into `threads`
 /// groups, opening each one's sink, in order, before any simulation starts (so a bad
@@ -42,20 +42,21 @@ pub(super) fn run_groups<'a>(
     scenario: &'a Scenario,
     groups: Vec<Vec<Assigned<'a>>>,
     progress: &'a Progress<'a>,
+    store: &'a StateStore,
 ) -> Result<Vec<AlgorithmReport>, SimError> {
     let shared = share_reference(scenario, &groups);
     let finished: Vec<Vec<Finished>> = if groups.len() == 1 {
         groups
             .into_iter()
             .zip(shared)
-            .map(|(g, share)| run_group(scenario, g, progress, share))
+            .map(|(g, share)| run_group(scenario, g, progress, share, store))
             .collect()
     } else {
         std::thread::scope(|s| {
             let handles: Vec<_> = groups
                 .into_iter()
                 .zip(shared)
-                .map(|(g, share)| s.spawn(move || run_group(scenario, g, progress, share)))
+                .map(|(g, share)| s.spawn(move || run_group(scenario, g, progress, share, store)))
                 .collect();
             handles
                 .into_iter()

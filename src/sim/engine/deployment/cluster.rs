@@ -146,13 +146,14 @@ impl<A: Algorithm> Racy<A> {
         self.land(read);
         // Sweeps by the arrival's true time: the stamp is the node's reading of it.
         self.store.advance(event.time, stamp, event.key);
-        let algorithm = self.store.limiter.algorithm();
+        let algorithm = self.store.own.limiter.algorithm();
         if event.cost > algorithm.capacity() {
             // Never fits: no state is read or created.
             return self.store.decide(event, m);
         }
         let mut state = self
             .store
+            .own
             .limiter
             .snapshot(&event.key)
             .unwrap_or_else(|| algorithm.new_state(stamp));
@@ -177,6 +178,7 @@ impl<A: Algorithm> Racy<A> {
         while self.writes.front().is_some_and(|w| w.at <= now) {
             let w = self.writes.pop_front().expect("just seen");
             self.store
+                .own
                 .limiter
                 .with_state_mut(&w.key, |_, state, _| *state = w.state);
         }

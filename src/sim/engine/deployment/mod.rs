@@ -112,8 +112,8 @@ impl<A: Algorithm> Steps for DeployDriver<'_, A> {
         &self.run
     }
 
-    fn outcome(self, keys: &KeyTable) -> Outcome {
-        DeployDriver::outcome(self, keys)
+    fn outcome(self, keys: &KeyTable) -> Result<Outcome, SimError> {
+        Ok(DeployDriver::outcome(self, keys))
     }
 }
 

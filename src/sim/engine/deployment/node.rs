@@ -5,19 +5,18 @@
 //! caller's (`cluster`, `synced`) to decide.
 
 use super::super::attempt::{Answer, Event};
-use super::super::driver::ask;
 use super::super::janitor::Janitor;
 use super::super::probe::{Probes, judge};
+use super::super::states::{KeyStates, Local};
 use crate::algorithm::Algorithm;
-use crate::limiter::RateLimiter;
 use crate::sim::{Metrics, Scenario};
-use crate::time::{Clock, FakeClock, Nanos};
+use crate::time::{Clock, Nanos};
 
 /// A limiter on its own fake clock, with its janitor.
 pub(super) struct Limiter<A: Algorithm> {
-    pub(super) clock: FakeClock,
-    pub(super) limiter: RateLimiter<A, u32, FakeClock>,
-    janitor: Janitor<A>,
+    /// The limiter and its clock.
+    pub(super) own: Local<A>,
+    janitor: Janitor,
     /// The most this limiter's clock can be behind true time (its sweeps run that much
     /// earlier, so nothing it would still count is evicted).
     behind: Nanos,
@@ -33,11 +32,10 @@ impl<A: Algorithm> Limiter<A> {
         heap_bytes: Option<fn(&A::State) -> usize>,
         behind: Nanos,
     ) -> Self {
-        let clock = FakeClock::new(Nanos::ZERO);
+        let own = Local::new(algorithm, heap_bytes);
         Limiter {
-            limiter: RateLimiter::with_clock(algorithm, clock.clone()),
-            clock,
-            janitor: Janitor::new(sc, heap_bytes),
+            janitor: Janitor::new(sc, &own),
+            own,
             behind,
             probes: None,
         }
@@ -53,9 +51,10 @@ impl<A: Algorithm> Limiter<A> {
     #[inline]
     pub(super) fn advance(&mut self, now: Nanos, at: Nanos, key: u32) {
         let behind = self.behind;
-        self.janitor
-            .catch_up_read(&self.clock, &self.limiter, now, |t| t - behind);
-        self.clock.set(at);
+        let Ok(()) = self
+            .janitor
+            .catch_up_read(&mut self.own, now, |t| t - behind);
+        self.own.clock.set(at);
         self.janitor.touch(key);
     }
 
@@ -63,14 +62,14 @@ impl<A: Algorithm> Limiter<A> {
     /// judges a denial's advice into `m` when this limiter has probes.
     #[inline]
     pub(super) fn decide(&mut self, event: &Event, m: &mut Metrics) -> Answer {
-        let answer = ask(&mut self.limiter, event);
+        let now = self.own.clock.now();
+        let Ok(answer) = self.own.ask(event, now);
         if let Some(probes) = self.probes.as_mut() {
             match answer.retry_after {
                 _ if answer.allowed => probes.forget(event.key),
                 Some(retry_after) => {
-                    let now = self.clock.now();
-                    let earliest =
-                        probes.earliest(&mut self.limiter, event.key, event.cost, now, retry_after);
+                    let Ok(earliest) =
+                        probes.earliest(&mut self.own, event.key, event.cost, now, retry_after);
                     judge(m, now, retry_after, earliest);
                 }
                 None => {}
@@ -82,8 +81,7 @@ impl<A: Algorithm> Limiter<A> {
     /// The final sweep at true time `end`, and the memory samples, added into `m`
     /// (keys summed over the deployment's limiters, the largest state kept).
     pub(super) fn report(&mut self, end: Nanos, m: &mut Metrics) {
-        self.clock.set(end - self.behind);
-        self.janitor.sweep(&self.limiter, false);
+        let Ok(()) = self.janitor.sweep(&mut self.own, end - self.behind, false);
         let mut own = Metrics::default();
         self.janitor.report(&mut own);
         m.peak_keys += own.peak_keys;

@@ -1,0 +1,143 @@
+//! `--store`: where a run keeps its algorithms' states. In memory by default; with
+//! `--store URL`, in Redis under a prefix of the run's own, emptied when it ends.
+
+use ratesim::sim::StateStore;
+
+use super::Failure;
+
+/// The store one run keeps its states in, opened for that run. Dropping it removes
+/// the run's keys from Redis (a run decides at simulated instants, so its keys have no
+/// TTL and would otherwise stay).
+pub(super) struct RunStore {
+    state: StateStore,
+}
+
+impl RunStore {
+    /// Memory when `url` is `None`; otherwise connects to Redis now, so a wrong
+    /// address or password fails before anything runs.
+    pub(super) fn open(url: Option<&str>) -> Result<RunStore, Failure> {
+        let state = match url {
+            None => StateStore::Memory,
+            Some(url) => redis_store(url)?,
+        };
+        Ok(RunStore { state })
+    }
+
+    /// The store, for `RunOptions`.
+    pub(super) fn state(&self) -> &StateStore {
+        &self.state
+    }
+}
+
+#[cfg(feature = "redis")]
+fn redis_store(url: &str) -> Result<StateStore, Failure> {
+    use ratesim::redis::{FailureKind, RedisStore};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let prefix = format!("ratesim:{}:{started}", std::process::id());
+    match RedisStore::open(url, &prefix) {
+        Ok(store) => Ok(StateStore::Redis(store)),
+        Err(e) => {
+            let bad_url = e.kind() == FailureKind::InvalidConfig;
+            let e = anyhow::Error::new(e).context("--store");
+            Err(if bad_url {
+                super::input(e)
+            } else {
+                Failure::Other(e)
+            })
+        }
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_store(_url: &str) -> Result<StateStore, Failure> {
+    Err(super::input(anyhow::anyhow!(
+        "--store: this ratesim was built without Redis support; build it with \
+         `cargo build --release --features redis` (or install it with \
+         `cargo install --path . --features redis`)"
+    )))
+}
+
+impl Drop for RunStore {
+    fn drop(&mut self) {
+        #[cfg(feature = "redis")]
+        if let StateStore::Redis(store) = &self.state
+            && let Err(e) = store.remove_all()
+        {
+            eprintln!(
+                "ratesim: warning: this run's keys ({}:*) could not be removed from Redis: {e}",
+                store.prefix()
+            );
+        }
+    }
+}
+
+/// The command line as run.json records it, with the credentials of any URL (a
+/// `--store redis://user:password@host`) replaced by `***`.
+pub(super) fn redacted_args() -> Vec<String> {
+    std::env::args().map(|a| redact_url(&a)).collect()
+}
+
+/// `text` with a URL's user info (`scheme://user:pass@host`) and `pass=`/`password=`
+/// query values replaced by `***`; any other text unchanged.
+pub(super) fn redact_url(text: &str) -> String {
+    let Some(scheme_end) = text.find("://") else {
+        return text.to_owned();
+    };
+    let rest = &text[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let mut out = String::from(&text[..scheme_end + 3]);
+    match rest[..authority_end].rfind('@') {
+        Some(at) => {
+            out.push_str("***");
+            out.push_str(&rest[at..authority_end]);
+        }
+        None => out.push_str(&rest[..authority_end]),
+    }
+    let tail = &rest[authority_end..];
+    match tail.split_once('?') {
+        None => out.push_str(tail),
+        Some((path, query)) => {
+            out.push_str(path);
+            out.push('?');
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if matches!(k, "pass" | "password") => format!("{k}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            out.push_str(&pairs.join("&"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn urls_lose_their_credentials_and_nothing_else() {
+        let cases = [
+            (
+                "redis://:s3cret@127.0.0.1:6379/0",
+                "redis://***@127.0.0.1:6379/0",
+            ),
+            ("redis://app:s3cret@host:1", "redis://***@host:1"),
+            ("redis://host:6379", "redis://host:6379"),
+            (
+                "redis+unix:///tmp/r.sock?user=app&pass=s3cret&db=2",
+                "redis+unix:///tmp/r.sock?user=app&pass=***&db=2",
+            ),
+            ("--store", "--store"),
+            ("scenarios/burst.toml", "scenarios/burst.toml"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(redact_url(given), want, "{given}");
+        }
+    }
+}

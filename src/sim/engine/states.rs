@@ -1,0 +1,310 @@
+//! Where one algorithm's keys keep their states during a run, and the few things the
+//! engine asks of them: decide an attempt, find when a denied one would pass, count and
+//! measure the keys, forget the idle ones.
+//!
+//! [`Local`] is the library's own `RateLimiter` on the run's fake clock, in this
+//! process. `Remote` (feature `redis`) is a `RedisLimiter` deciding at the fake clock's
+//! instants, with every state in Redis: the same stream gives the same decisions, which
+//! is how the simulator proves the Redis scripts right. Neither decides anything itself:
+//! the algorithm (in Rust, or its Lua twin) does.
+
+use std::convert::Infallible;
+
+use super::attempt::{Answer, Event};
+use super::probe::earliest_pass;
+use crate::algorithm::Algorithm;
+use crate::limiter::{InsufficientCapacity, RateLimiter};
+use crate::sim::SimError;
+use crate::time::{FakeClock, Nanos};
+
+/// One algorithm's keys and their states, as a run sees them.
+pub(super) trait KeyStates {
+    /// Why the states could not answer: never, in memory.
+    type Error: Into<SimError>;
+
+    /// Decides `event` at the instant `at` (checks and consumes).
+    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Self::Error>;
+
+    /// The earliest instant after `now` at which the request of `cost` just denied for
+    /// `key` (advertised wait `hint`) would pass, nothing else happening; `None` if it
+    /// never does. Only asks: no state changes.
+    fn earliest(
+        &mut self,
+        key: u32,
+        cost: u64,
+        now: Nanos,
+        hint: Nanos,
+    ) -> Result<Option<Nanos>, Self::Error>;
+
+    /// How many keys hold a state.
+    fn len(&self) -> usize;
+
+    /// Forgets the states that are idle at `at` (indistinguishable from fresh ones).
+    fn evict_idle(&mut self, at: Nanos) -> Result<(), Self::Error>;
+
+    /// The bytes a fresh state takes in this process; `None` when states live
+    /// elsewhere and are not measured.
+    fn fresh_bytes(&self) -> Option<u64>;
+
+    /// Whether states change size as they are used (the log's entries), so each
+    /// key's must be measured with [`key_bytes`](KeyStates::key_bytes).
+    fn key_bytes_vary(&self) -> bool;
+
+    /// The bytes `key`'s state takes now (heap included), when states grow and are
+    /// measured; `None` otherwise or when the key holds no state.
+    fn key_bytes(&self, key: u32) -> Option<u64>;
+}
+
+/// The states in this process: the library's own `RateLimiter` on a fake clock.
+pub(super) struct Local<A: Algorithm> {
+    pub(super) clock: FakeClock,
+    pub(super) limiter: RateLimiter<A, u32, FakeClock>,
+    /// Measures the heap a state owns, for algorithms whose states grow.
+    heap_bytes: Option<fn(&A::State) -> usize>,
+}
+
+impl<A: Algorithm> Local<A> {
+    pub(super) fn new(algorithm: A, heap_bytes: Option<fn(&A::State) -> usize>) -> Self {
+        let clock = FakeClock::new(Nanos::ZERO);
+        Local {
+            limiter: RateLimiter::with_clock(algorithm, clock.clone()),
+            clock,
+            heap_bytes,
+        }
+    }
+
+    /// Asks the limiter about `event` at its clock's current instant. A cost above the
+    /// capacity is refused before the key is looked up (so it creates no key), and its
+    /// `remaining` is then read without consuming.
+    #[inline]
+    fn answer(&mut self, event: &Event) -> Answer {
+        match self.limiter.try_acquire_n_mut(&event.key, event.cost) {
+            Ok(d) => Answer {
+                allowed: d.allowed,
+                remaining: d.remaining,
+                retry_after: Some(d.retry_after),
+            },
+            Err(InsufficientCapacity { .. }) => Answer {
+                allowed: false,
+                remaining: self.limiter.peek(&event.key).remaining,
+                retry_after: None,
+            },
+        }
+    }
+}
+
+impl<A: Algorithm> KeyStates for Local<A> {
+    type Error = Infallible;
+
+    #[inline]
+    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Infallible> {
+        self.clock.set(at);
+        Ok(self.answer(event))
+    }
+
+    #[inline]
+    fn earliest(
+        &mut self,
+        key: u32,
+        cost: u64,
+        now: Nanos,
+        hint: Nanos,
+    ) -> Result<Option<Nanos>, Infallible> {
+        Ok(self.limiter.with_state_mut(&key, |algo, state, _| {
+            earliest_pass(algo, state, now, hint, cost)
+        }))
+    }
+
+    fn len(&self) -> usize {
+        self.limiter.len()
+    }
+
+    fn evict_idle(&mut self, at: Nanos) -> Result<(), Infallible> {
+        self.clock.set(at);
+        self.limiter.evict_idle();
+        Ok(())
+    }
+
+    fn fresh_bytes(&self) -> Option<u64> {
+        Some(std::mem::size_of::<A::State>() as u64)
+    }
+
+    fn key_bytes_vary(&self) -> bool {
+        self.heap_bytes.is_some()
+    }
+
+    fn key_bytes(&self, key: u32) -> Option<u64> {
+        let heap_bytes = self.heap_bytes?;
+        let heap = self.limiter.inspect(&key, heap_bytes)?;
+        Some((std::mem::size_of::<A::State>() + heap) as u64)
+    }
+}
+
+#[cfg(feature = "redis")]
+pub(super) use remote::Remote;
+
+#[cfg(feature = "redis")]
+mod remote {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::super::probe::earliest_pass_by;
+    use super::{Answer, Event, KeyStates, SimError};
+    use crate::limiter::InsufficientCapacity;
+    use crate::redis::{Now, RedisError, RedisLimiter};
+    use crate::time::Nanos;
+
+    /// Tells apart the runs sharing one store prefix (an algorithm's first pass and
+    /// its silent second one start from fresh states, so they need their own keys).
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+
+    /// The states in Redis: every decision, probe and eviction is a script call at the
+    /// fake clock's instant.
+    pub(in crate::sim::engine) struct Remote {
+        limiter: RedisLimiter,
+        /// This run's part of every client key, `"{run}:{key}"`.
+        run: u64,
+        /// By key id: the instant from which the key's state in Redis is idle, by its
+        /// last decision's `reset_after` (`None`: no state there).
+        idle_at: Vec<Option<Nanos>>,
+        /// The keys that hold a state in Redis.
+        live_keys: Vec<u32>,
+    }
+
+    impl Remote {
+        pub(in crate::sim::engine) fn new(limiter: RedisLimiter) -> Remote {
+            Remote {
+                limiter,
+                run: RUNS.fetch_add(1, Ordering::Relaxed),
+                idle_at: Vec::new(),
+                live_keys: Vec::new(),
+            }
+        }
+
+        fn name(&self, key: u32) -> String {
+            format!("{}:{key}", self.run)
+        }
+
+        /// `key` was decided at `at`: its state is idle from `at + reset_after` on (the
+        /// time until it is back to its full quota, which is when it equals a fresh one).
+        fn decided(&mut self, key: u32, at: Nanos, reset_after: Nanos) {
+            let i = key as usize;
+            if i >= self.idle_at.len() {
+                self.idle_at.resize(i + 1, None);
+            }
+            if self.idle_at[i].is_none() {
+                self.live_keys.push(key);
+            }
+            self.idle_at[i] = Some(at.saturating_add(reset_after));
+        }
+    }
+
+    /// A store failure stops the run: a decision the store did not make is not one the
+    /// report may count.
+    fn failed(error: RedisError) -> SimError {
+        match error {
+            RedisError::Unavailable { error, .. } => SimError::Store(error.to_string()),
+            other => SimError::Store(other.to_string()),
+        }
+    }
+
+    impl KeyStates for Remote {
+        type Error = SimError;
+
+        fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, SimError> {
+            let name = self.name(event.key);
+            match self
+                .limiter
+                .try_acquire_n(&name, event.cost, Now::Caller(at))
+            {
+                Ok(d) => {
+                    self.decided(event.key, at, d.reset_after);
+                    Ok(Answer {
+                        allowed: d.allowed,
+                        remaining: d.remaining,
+                        retry_after: Some(d.retry_after),
+                    })
+                }
+                // Refused before anything was sent, as in memory: no key is created,
+                // and `remaining` is read without consuming.
+                Err(RedisError::InsufficientCapacity(InsufficientCapacity { .. })) => {
+                    let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
+                    Ok(Answer {
+                        allowed: false,
+                        remaining: peeked.remaining,
+                        retry_after: None,
+                    })
+                }
+                Err(e) => Err(failed(e)),
+            }
+        }
+
+        fn earliest(
+            &mut self,
+            key: u32,
+            cost: u64,
+            now: Nanos,
+            hint: Nanos,
+        ) -> Result<Option<Nanos>, SimError> {
+            let name = self.name(key);
+            let mut error = None;
+            let passes = |t: u64| match self.limiter.peek_n(&name, cost, Nanos::new(t)) {
+                Ok(d) => d.allowed,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    // Stop the search where it stands; the error is returned below.
+                    true
+                }
+            };
+            let found = earliest_pass_by(passes, now, hint);
+            match error {
+                Some(e) => Err(failed(e)),
+                None => Ok(found),
+            }
+        }
+
+        fn len(&self) -> usize {
+            self.live_keys.len()
+        }
+
+        /// Only the keys whose last decision says they are idle by `at` are sent; the
+        /// script deletes each after checking it is (indistinguishable from fresh), and
+        /// a key it finds otherwise stops the run: Redis and the decisions disagree.
+        fn evict_idle(&mut self, at: Nanos) -> Result<(), SimError> {
+            let idle_at = &self.idle_at;
+            let (idle, busy): (Vec<u32>, Vec<u32>) = self
+                .live_keys
+                .iter()
+                .partition(|&&k| idle_at[k as usize].is_some_and(|i| i <= at));
+            if idle.is_empty() {
+                return Ok(());
+            }
+            let names: Vec<String> = idle.iter().map(|&k| self.name(k)).collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let evicted = self.limiter.evict_idle(&refs, at).map_err(failed)?;
+            if let Some(i) = evicted.iter().position(|gone| !gone) {
+                return Err(SimError::Store(format!(
+                    "Redis holds a state for key {} that is not idle at {at}, though its \
+                     last decision said it would be: the script and the algorithm disagree",
+                    names[i]
+                )));
+            }
+            for key in idle {
+                self.idle_at[key as usize] = None;
+            }
+            self.live_keys = busy;
+            Ok(())
+        }
+
+        fn fresh_bytes(&self) -> Option<u64> {
+            None
+        }
+
+        fn key_bytes_vary(&self) -> bool {
+            false
+        }
+
+        fn key_bytes(&self, _key: u32) -> Option<u64> {
+            None
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `ratesim run --store URL`: the simulator with every state in a real `redis-server`
+//! must write the same `decisions.csv`, `window_counts.csv` and `summary.csv` as the
+//! in-memory run, on every bundled scenario — every decision, remaining count, advice,
+//! probe of when a denial would pass, and idle-key eviction made by the Lua scripts at
+//! the fake clock's instants. The one column that differs by design is
+//! `state_bytes_per_key`: this process measures its own memory, not Redis's, so it is
+//! empty there. The run's keys are gone afterwards, and its password is nowhere in what
+//! it writes.
+
+mod redis_support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use redis::Commands;
+
+const PASSWORD: &str = "sim-s3cret";
+
+fn ratesim(args: &[&str], dir: &Path) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ratesim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the ratesim binary runs")
+}
+
+fn describe(args: &[&str], out: &Output) -> String {
+    format!(
+        "ratesim {}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut found: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    found.sort();
+    found
+}
+
+fn has_deployment(scenario: &Path) -> bool {
+    fs::read_to_string(scenario)
+        .unwrap()
+        .lines()
+        .any(|l| l.trim() == "[deployment]")
+}
+
+/// summary.csv's rows as fields, with the `state_bytes_per_key` column taken out and
+/// returned apart.
+fn summary_without_state_bytes(path: &Path) -> (Vec<Vec<String>>, Vec<String>) {
+    let text = fs::read_to_string(path).unwrap();
+    let mut rows: Vec<Vec<String>> = text
+        .lines()
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect();
+    let column = rows[0]
+        .iter()
+        .position(|h| h == "state_bytes_per_key")
+        .expect("summary.csv has state_bytes_per_key");
+    let taken = rows.iter_mut().skip(1).map(|r| r.remove(column)).collect();
+    rows[0].remove(column);
+    (rows, taken)
+}
+
+#[test]
+fn every_bundled_scenario_decides_the_same_on_redis_as_in_memory() {
+    let Some(server) = redis_support::Server::start(&["--requirepass", PASSWORD]) else {
+        return;
+    };
+    let url = server.url_with(&format!("?pass={PASSWORD}"));
+    let work = tempfile::tempdir().unwrap();
+    let mut compared = 0;
+    for scenario in scenarios().iter().filter(|s| !has_deployment(s)) {
+        let name = scenario.file_stem().unwrap().to_str().unwrap();
+        let path = scenario.to_str().unwrap();
+        let (memory, remote) = (format!("memory-{name}"), format!("redis-{name}"));
+        let base = ["run", path, "--no-charts", "-q", "--out"];
+        let args: Vec<&str> = base.iter().copied().chain([memory.as_str()]).collect();
+        let out = ratesim(&args, work.path());
+        assert!(out.status.success(), "{}", describe(&args, &out));
+        let args: Vec<&str> = base
+            .iter()
+            .copied()
+            .chain([remote.as_str(), "--store", url.as_str()])
+            .collect();
+        let out = ratesim(&args, work.path());
+        assert!(out.status.success(), "{}", describe(&args, &out));
+
+        let (m, r) = (work.path().join(&memory), work.path().join(&remote));
+        for file in ["decisions.csv", "window_counts.csv"] {
+            let (a, b) = (
+                fs::read(m.join(file)).unwrap(),
+                fs::read(r.join(file)).unwrap(),
+            );
+            assert!(a == b, "{name}: {file} differs between memory and Redis");
+        }
+        let (mem_rows, mem_bytes) = summary_without_state_bytes(&m.join("summary.csv"));
+        let (red_rows, red_bytes) = summary_without_state_bytes(&r.join("summary.csv"));
+        assert_eq!(mem_rows, red_rows, "{name}: summary.csv differs");
+        assert!(
+            mem_bytes
+                .iter()
+                .all(|b| b.parse::<u64>().is_ok_and(|n| n > 0)),
+            "{name}: memory measures its states: {mem_bytes:?}"
+        );
+        assert!(
+            red_bytes.iter().all(String::is_empty),
+            "{name}: Redis's states are not measured here: {red_bytes:?}"
+        );
+        // The password is in no file the run wrote, nor in what it printed.
+        for entry in fs::read_dir(&r).unwrap() {
+            let text = fs::read(entry.unwrap().path()).unwrap();
+            let text = String::from_utf8_lossy(&text);
+            assert!(
+                !text.contains(PASSWORD),
+                "{name}: a file holds the password"
+            );
+        }
+        let printed = describe(&args, &out).replace(&url, "");
+        assert!(
+            !printed.contains(PASSWORD),
+            "{name}: output holds the password"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 8, "only {compared} scenarios compared");
+    // Every run removed its keys.
+    let mut con = server.connection(&format!("?pass={PASSWORD}"));
+    let left: Vec<String> = con.keys("*").unwrap();
+    assert!(left.is_empty(), "keys left behind: {left:?}");
+}
+
+#[test]
+fn a_scenario_with_a_deployment_is_refused_before_anything_is_written() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let url = server.url();
+    let work = tempfile::tempdir().unwrap();
+    let scenario = scenarios()
+        .into_iter()
+        .find(|s| has_deployment(s))
+        .expect("a bundled deployment scenario");
+    let args = [
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        "out",
+        "--store",
+        &url,
+    ];
+    let out = ratesim(&args, work.path());
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[deployment]"), "{}", describe(&args, &out));
+    assert!(
+        !work.path().join("out").exists(),
+        "{}",
+        describe(&args, &out)
+    );
+}
+
+#[test]
+fn an_unreachable_store_or_a_wrong_password_fails_before_anything_is_written() {
+    let Some(server) = redis_support::Server::start(&["--requirepass", PASSWORD]) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let burst = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let wrong = server.url_with("?pass=not-the-password");
+    let unreachable = format!(
+        "redis+unix://{}",
+        work.path().join("no-such.sock").display()
+    );
+    for url in [wrong.as_str(), unreachable.as_str()] {
+        let args = [
+            "run",
+            burst.to_str().unwrap(),
+            "--out",
+            "out",
+            "--store",
+            url,
+        ];
+        let out = ratesim(&args, work.path());
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--store"), "{}", describe(&args, &out));
+        assert!(!stderr.contains("not-the-password"), "{stderr}");
+        assert!(
+            !work.path().join("out").exists(),
+            "{}",
+            describe(&args, &out)
+        );
+    }
+}
