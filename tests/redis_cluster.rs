@@ -276,6 +276,10 @@ impl Drop for Cluster {
     }
 }
 
+/// How long a decision may take here: the machine may be busy, and a timeout is a
+/// failure of these tests, not a result.
+const PATIENCE: Duration = Duration::from_secs(5);
+
 /// The rule every single-algorithm stream runs on: 5 per second, burst 8.
 fn rule() -> Rule {
     Rule::new(5, Nanos::from_secs(1))
@@ -298,7 +302,7 @@ impl Pair {
         let algo = Registry::default().create(name, rule).unwrap();
         Pair {
             name: name.to_owned(),
-            redis: redis_support::limiter(store, name, rule),
+            redis: redis_support::limiter(store, name, rule).with_timeout(PATIENCE),
             memory: RateLimiter::with_clock(algo, clock.clone()),
             clock,
         }
@@ -360,7 +364,7 @@ impl CompositePair {
             .collect();
         let clock = FakeClock::new(Nanos::ZERO);
         CompositePair {
-            redis: store.composite(redis).unwrap(),
+            redis: store.composite(redis).unwrap().with_timeout(PATIENCE),
             memory: RateLimiter::with_clock(Composite::new(memory).unwrap(), clock.clone()),
             clock,
         }
