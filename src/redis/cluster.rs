@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use redis::cluster::{ClusterClient, ClusterConnection, Connect};
-use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
+use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult, TlsCertificates};
 
 /// How many times one command is re-routed (`MOVED`, `ASK`, `TRYAGAIN`, a reconnect)
 /// before its error is returned. A slot migration needs at most two (`ASK` while keys
@@ -25,18 +25,19 @@ const RETRIES: u32 = 4;
 /// starts at 1.28 s, far beyond any limiter's timeout).
 const MAX_RETRY_WAIT_MS: u64 = 20;
 
-/// A cluster's seed nodes: enough to open a connection with any timeout.
+/// A cluster's seed nodes and TLS trust: enough to open a connection with any timeout.
 #[derive(Clone)]
 pub(super) struct Seeds {
     nodes: Vec<ConnectionInfo>,
+    certs: Option<TlsCertificates>,
 }
 
 /// One connection to a whole cluster: a link per master, opened as slots need them.
 pub(super) type Link = ClusterConnection<Node>;
 
 impl Seeds {
-    pub(super) fn new(nodes: Vec<ConnectionInfo>) -> Seeds {
-        Seeds { nodes }
+    pub(super) fn new(nodes: Vec<ConnectionInfo>, certs: Option<TlsCertificates>) -> Seeds {
+        Seeds { nodes, certs }
     }
 
     /// The seed nodes' addresses (`host:port`; never a credential).
@@ -44,8 +45,8 @@ impl Seeds {
         self.nodes.iter().map(|n| n.addr().to_string()).collect()
     }
 
-    /// Checks what redis-rs can check without a connection: one password and no unix
-    /// socket among the seeds.
+    /// Checks what redis-rs can check without a connection: one password, one TLS mode
+    /// and no unix socket among the seeds.
     pub(super) fn check(&self) -> RedisResult<()> {
         self.client(Duration::from_secs(1)).map(drop)
     }
@@ -58,13 +59,16 @@ impl Seeds {
     }
 
     fn client(&self, timeout: Duration) -> RedisResult<ClusterClient> {
-        ClusterClient::builder(self.nodes.clone())
+        let mut builder = ClusterClient::builder(self.nodes.clone())
             .connection_timeout(timeout)
             .response_timeout(timeout)
             .retries(RETRIES)
             .min_retry_wait(0)
-            .max_retry_wait(MAX_RETRY_WAIT_MS)
-            .build()
+            .max_retry_wait(MAX_RETRY_WAIT_MS);
+        if let Some(certs) = &self.certs {
+            builder = builder.certs(certs.clone());
+        }
+        builder.build()
     }
 }
 

@@ -71,6 +71,11 @@
 //! owning its client's slot, `MOVED`/`ASK` are followed (a slot migrating), the script is
 //! reloaded on a master that lacks it, and — unlike redis-rs' cluster connection alone —
 //! nothing is resent after a timeout.
+//!
+//! ## TLS
+//! `rediss://` URLs connect over TLS (rustls with the `ring` provider; no system
+//! OpenSSL), trusting the operating system's CA certificates, or only a CA given to
+//! [`RedisStoreBuilder::root_certificate_pem`]. The server's name is always verified.
 
 mod bucket;
 mod cluster;
@@ -125,7 +130,8 @@ pub const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
 /// A Redis server or a Redis Cluster (by URL), a key prefix and a pool of connections,
 /// shared by the limiters built from it. Cheap to clone; clones share the pool.
 ///
-/// URLs: `redis://[[user]:password@]host:port[/db]` or
+/// URLs: `redis://[[user]:password@]host:port[/db]`, `rediss://…` (TLS, see
+/// [`RedisStoreBuilder::root_certificate_pem`]) or
 /// `redis+unix:///path/to.sock[?user=..&pass=..&db=..]`. A cluster is reached through
 /// [`RedisStore::open_cluster`]. Credentials never appear in this type's `Debug` nor in
 /// any error.
@@ -182,24 +188,27 @@ struct Pooled {
     timeout: Duration,
 }
 
-/// How to reach Redis when a URL is not enough: a cluster's seed nodes. Made by [`RedisStore::builder`]; its `Debug` shows no URL (a URL may hold
+/// How to reach Redis when a URL is not enough: a cluster's seed nodes, a private CA
+/// for TLS. Made by [`RedisStore::builder`]; its `Debug` shows no URL (a URL may hold
 /// a password).
 #[derive(Clone)]
 pub struct RedisStoreBuilder {
     prefix: String,
     urls: Vec<String>,
     cluster: bool,
+    root_certificate: Option<Vec<u8>>,
 }
 
 impl RedisStore {
     /// Connects to the server at `url` once (so a wrong address or password is an error
     /// now, not at the first request) and uses `prefix` for every key. The prefix must
-    /// not contain `{` or `}` (they would change the keys' Cluster hash tag).
+    /// not contain `{` or `}` (they would change the keys' Cluster hash tag). A
+    /// `rediss://` URL trusts the operating system's CA certificates.
     pub fn open(url: &str, prefix: &str) -> Result<RedisStore, StoreError> {
         RedisStore::builder(prefix).server(url).open()
     }
 
-    /// Connects to the Redis Cluster that `urls` (`redis://` seed nodes,
+    /// Connects to the Redis Cluster that `urls` (`redis://` or `rediss://` seed nodes,
     /// one is enough; one password for all) belong to, reads its slot map and links to
     /// every master once, as [`open`](RedisStore::open) does. Each decision goes to the
     /// master holding its key's slot; a `MOVED` or `ASK` (a slot migrating) is
@@ -208,12 +217,14 @@ impl RedisStore {
         RedisStore::builder(prefix).cluster(urls).open()
     }
 
-    /// A builder for a store with keys under `prefix`: a server or a cluster.
+    /// A builder for a store with keys under `prefix`: a server or a cluster, and TLS
+    /// options a URL cannot carry.
     pub fn builder(prefix: &str) -> RedisStoreBuilder {
         RedisStoreBuilder {
             prefix: prefix.to_owned(),
             urls: Vec::new(),
             cluster: false,
+            root_certificate: None,
         }
     }
 
@@ -338,7 +349,16 @@ impl RedisStoreBuilder {
         }
     }
 
-    /// Connects once (a wrong address or password is an error now) and
+    /// For `rediss://` URLs: trust the CA certificate(s) in `pem` (PEM text) instead of
+    /// the operating system's, e.g. a private CA. Server names are still verified.
+    pub fn root_certificate_pem(self, pem: impl Into<Vec<u8>>) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            root_certificate: Some(pem.into()),
+            ..self
+        }
+    }
+
+    /// Connects once (a wrong address, password or certificate is an error now) and
     /// returns the store.
     pub fn open(self) -> Result<RedisStore, StoreError> {
         let invalid = |detail: String| StoreError::new(FailureKind::InvalidConfig, detail);
@@ -354,7 +374,11 @@ impl RedisStoreBuilder {
         let mut infos = Vec::new();
         for url in &self.urls {
             infos.push(url.as_str().into_connection_info().map_err(|_| {
-                invalid("not a valid Redis URL (redis://host:port or redis+unix:///path)".into())
+                invalid(
+                    "not a valid Redis URL (redis://host:port, rediss://host:port or \
+                     redis+unix:///path)"
+                        .into(),
+                )
             })?);
         }
         let mut secrets: Vec<String> = infos
@@ -366,15 +390,37 @@ impl RedisStoreBuilder {
         // Longest first, so a password holding another one is blanked whole.
         secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
+        let tls = infos
+            .iter()
+            .any(|i| matches!(i.addr(), redis::ConnectionAddr::TcpTls { .. }));
+        let certs = match self.root_certificate {
+            Some(_) if !tls => {
+                return Err(invalid(
+                    "a root certificate was given for a URL without TLS (use rediss://)".into(),
+                ));
+            }
+            Some(pem) => Some(redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem),
+            }),
+            None => None,
+        };
+        if tls {
+            use_ring_provider();
+        }
         let scrub = |e: redis::RedisError| StoreError::from_redis(&e, &secrets);
         let target = if self.cluster {
-            let seeds = cluster::Seeds::new(infos);
+            let seeds = cluster::Seeds::new(infos, certs);
             seeds.check().map_err(scrub)?;
             Target::Cluster(seeds)
         } else {
             let [info] = <[_; 1]>::try_from(infos)
                 .map_err(|_| invalid("a single server takes one URL".into()))?;
-            Target::Server(Client::open(info).map_err(scrub)?)
+            let client = match certs {
+                Some(certs) => Client::build_with_tls(info, certs),
+                None => Client::open(info),
+            };
+            Target::Server(client.map_err(scrub)?)
         };
         let store = RedisStore {
             inner: Arc::new(Inner {
@@ -388,6 +434,17 @@ impl RedisStoreBuilder {
             redis::cmd("PING").query::<String>(con).map(drop)
         })?;
         Ok(store)
+    }
+}
+
+/// redis-rs builds its TLS configuration with rustls' process-wide crypto provider,
+/// and rustls panics when it cannot tell which one that is (two providers compiled in,
+/// none installed). Installing `ring` when none is installed yet removes that panic;
+/// a provider the application installed first is kept.
+fn use_ring_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err only when another thread installed one meanwhile: that one is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 
@@ -411,6 +468,7 @@ impl std::fmt::Debug for RedisStoreBuilder {
             .field("prefix", &self.prefix)
             .field("urls", &self.urls.len())
             .field("cluster", &self.cluster)
+            .field("root_certificate", &self.root_certificate.is_some())
             .finish()
     }
 }
