@@ -1,9 +1,10 @@
 //! The Redis store on a real Redis Cluster: three `redis-server` masters this test
 //! starts on free loopback ports in a temp dir, joined by `redis-cli --cluster create`.
-//! Decisions equal the in-memory ones for every algorithm and a composite; a client's
-//! keys share one slot; a slot migrated mid-stream (`ASK` while its keys move, `MOVED`
-//! after, the script missing on the new master) changes no decision; a stopped master
-//! costs one timeout and charges a request at most once.
+//! Decisions equal the in-memory ones for every algorithm, a composite and the
+//! `Middleware` (answers and headers); a client's keys share one slot; a slot migrated
+//! mid-stream (`ASK` while its keys move, `MOVED` after, the script missing on the new
+//! master) changes no decision; a stopped master costs one timeout and charges a
+//! request at most once; seeds that cannot work are typed errors.
 
 mod redis_support;
 
@@ -384,6 +385,17 @@ impl CompositePair {
     }
 }
 
+/// `add_rule` on either store's Middleware.
+trait AddRule {
+    fn add(&self, endpoint: &str, rule: Rule, algorithm: &str);
+}
+
+impl<S: ratesim::Store> AddRule for ratesim::Middleware<S> {
+    fn add(&self, endpoint: &str, rule: Rule, algorithm: &str) {
+        self.add_rule(endpoint, rule, algorithm).unwrap();
+    }
+}
+
 /// xorshift64: a deterministic stream of steps and costs.
 struct Rng(u64);
 
@@ -455,6 +467,37 @@ fn a_three_master_cluster_decides_as_in_memory_and_keeps_a_client_in_one_slot() 
     }
     println!("{decisions} identical decisions on the cluster ({denied} denied)");
     assert!(denied > decisions / 10, "the stream should hit the limits");
+
+    // The Middleware on the cluster: the same answers and headers as in memory.
+    let clock = FakeClock::new(Nanos::from_secs(1_000));
+    let on_cluster = ratesim::Middleware::with_store(
+        store
+            .endpoints()
+            .with_clock(clock.clone())
+            .with_timeout(PATIENCE),
+        Registry::default(),
+    );
+    let in_memory = ratesim::Middleware::with_clock(clock.clone());
+    for mw in [&on_cluster as &dyn AddRule, &in_memory] {
+        mw.add(
+            "/login",
+            Rule::new(3, Nanos::from_secs(60)).unwrap(),
+            "sliding_window_log",
+        );
+        mw.add("/search", rule(), "token_bucket");
+    }
+    for i in 0..30 {
+        clock.advance(Nanos::from_millis(90));
+        for endpoint in ["/login", "/search", "/unknown"] {
+            for client in &clients[..4] {
+                assert_eq!(
+                    on_cluster.check_with_headers(endpoint, client),
+                    in_memory.check_with_headers(endpoint, client),
+                    "middleware request {i} {endpoint} {client}"
+                );
+            }
+        }
+    }
 
     // The state lives on the master that owns the client's slot, and only there.
     let key = &pairs[0]
@@ -652,4 +695,29 @@ fn a_stopped_master_costs_one_timeout_and_charges_a_request_at_most_once() {
             capacity: 5
         }))
     );
+}
+
+#[test]
+fn cluster_seeds_that_cannot_work_are_typed_errors_without_the_password() {
+    let none: [&str; 0] = [];
+    let e = RedisStore::open_cluster(&none, "x").unwrap_err();
+    assert_eq!(e.kind(), FailureKind::InvalidConfig, "{e}");
+    // redis-rs reads slots as IP and port, so a unix socket cannot be a seed.
+    let e = RedisStore::open_cluster(&["redis+unix:///tmp/nothing.sock"], "x").unwrap_err();
+    assert_eq!(e.kind(), FailureKind::InvalidConfig, "{e}");
+    let e = RedisStore::open_cluster(&["not a url"], "x").unwrap_err();
+    assert_eq!(e.kind(), FailureKind::InvalidConfig, "{e}");
+    let e = RedisStore::open_cluster(&["redis://127.0.0.1:1"], "a{b}").unwrap_err();
+    assert_eq!(e.kind(), FailureKind::InvalidConfig, "{e}");
+    // Nobody listens: a connection error that names no password.
+    let secret = "cluster-Secret-9";
+    let url = format!("redis://:{secret}@127.0.0.1:{}", free_port());
+    let e = RedisStore::open_cluster(&[url.as_str(), url.as_str()], "x").unwrap_err();
+    assert_eq!(e.kind(), FailureKind::Connection, "{e}");
+    assert!(
+        !e.to_string().contains(secret) && !format!("{e:?}").contains(secret),
+        "{e}"
+    );
+    let builder = RedisStore::builder("x").cluster(&[url.as_str()]);
+    assert!(!format!("{builder:?}").contains(secret), "{builder:?}");
 }
