@@ -649,8 +649,10 @@ fn a_stopped_master_costs_one_timeout_and_charges_a_request_at_most_once() {
             cluster.owner(slot(k)) != cluster.owner(slot(client))
         })
         .unwrap();
+    // Only the call under test has the short timeout: the machine may be busy.
+    let patient = limiter.clone().with_timeout(PATIENCE);
     // Warm up: the script is loaded and the connection pooled.
-    assert!(limiter.try_acquire(&other, at).unwrap().allowed);
+    assert!(patient.try_acquire(&other, at).unwrap().allowed);
     let master = cluster.owner(cluster.slot(&limiter.redis_key(client, at)));
 
     cluster.signal(master, "-STOP");
@@ -667,9 +669,10 @@ fn a_stopped_master_costs_one_timeout_and_charges_a_request_at_most_once() {
         }
         other => panic!("expected a timeout, got {other:?}"),
     }
-    // redis-rs alone would resend the script on every retry, each after a full timeout.
+    // redis-rs alone resends the script on each of the 4 retries, each after a full
+    // timeout: 5 × 150 ms.
     assert!(
-        waited < timeout * 3,
+        waited < timeout * 4,
         "waited {waited:?} for a {timeout:?} timeout"
     );
 
@@ -678,7 +681,7 @@ fn a_stopped_master_costs_one_timeout_and_charges_a_request_at_most_once() {
     std::thread::sleep(Duration::from_millis(300));
     let mut allowed = 0;
     for _ in 0..6 {
-        let d = limiter
+        let d = patient
             .try_acquire(client, at)
             .unwrap_or_else(|e| panic!("after the resume: {e}"));
         allowed += u32::from(d.allowed);
