@@ -48,8 +48,9 @@ impl StoreError {
         StoreError { kind, detail }
     }
 
-    /// Classifies a redis-rs error and keeps its text with `secret` blanked out.
-    pub(super) fn from_redis(e: &redis::RedisError, secret: Option<&str>) -> StoreError {
+    /// Classifies a redis-rs error and keeps its text with every one of `secrets`
+    /// blanked out.
+    pub(super) fn from_redis(e: &redis::RedisError, secrets: &[String]) -> StoreError {
         let code = e.code().unwrap_or("");
         let text = e.to_string();
         // An ACL refusal inside a script is not NOPERM on 7.0 but `ERR The user executing
@@ -71,8 +72,8 @@ impl StoreError {
             FailureKind::Server
         };
         let mut detail = text;
-        if let Some(secret) = secret {
-            detail = detail.replace(secret, "***");
+        for secret in secrets {
+            detail = detail.replace(secret.as_str(), "***");
         }
         StoreError { kind, detail }
     }

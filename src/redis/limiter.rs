@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::script::{self, Mode, Part};
 use super::{
-    DEFAULT_TIMEOUT, FailurePolicy, Now, OPEN_TIMEOUT, RedisError, RedisStore, StoreError,
-    Unrepresentable,
+    DEFAULT_TIMEOUT, FailureKind, FailurePolicy, Now, OPEN_TIMEOUT, RedisError, RedisStore,
+    StoreError, Unrepresentable,
 };
 use crate::algorithm::Algorithm;
 use crate::composite::{Composite, CompositeDecision, EmptyComposite};
@@ -239,7 +239,8 @@ impl RedisLimiter {
     /// Deletes the states of those of `keys` that are idle at the caller's instant `at`
     /// (indistinguishable from fresh ones, as the in-memory `evict_idle` decides), and
     /// says which were. For caller instants, whose keys have no TTL: the simulator's
-    /// janitor. Pipelined: one round trip per 1,000 keys.
+    /// janitor. Pipelined on one server (one round trip per 1,000 keys); one call per
+    /// key on a cluster.
     pub fn evict_idle(&self, keys: &[&str], at: Nanos) -> Result<Vec<bool>, RedisError> {
         let script = script::script_for(&self.parts);
         let args = script::arguments(&self.parts, 0, Mode::Evict(at), false);
@@ -257,6 +258,18 @@ impl RedisLimiter {
             let replies: Vec<i64> = self
                 .store
                 .with_connection(self.timeout, |con| {
+                    if !con.supports_pipelining() {
+                        // A cluster routes each call to its key's slot: one by one.
+                        return batch
+                            .iter()
+                            .map(|key| {
+                                let mut call = script.prepare_invoke();
+                                call.key(self.redis_keys(key, Now::Caller(at)));
+                                call.arg(&args);
+                                call.invoke::<i64>(con)
+                            })
+                            .collect();
+                    }
                     // EVALSHA in a pipeline is not retried on NOSCRIPT: load first.
                     script.load(con)?;
                     pipe.query(con)
@@ -318,6 +331,13 @@ impl RedisStore {
     /// simulator removes a run's keys with it; keys decided at caller instants have no
     /// TTL and would otherwise stay.
     pub fn remove_all(&self) -> Result<u64, StoreError> {
+        if self.is_cluster() {
+            // SCAN walks one node's keys; a cluster would need every master's.
+            return Err(StoreError::new(
+                FailureKind::InvalidConfig,
+                "remove_all walks one server's keys; it is not supported on a cluster".into(),
+            ));
+        }
         let pattern = format!("{}:*", glob_escape(self.prefix()));
         let mut cursor = 0u64;
         let mut removed = 0;

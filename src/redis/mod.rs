@@ -65,8 +65,20 @@
 //! so a client id holding `{` or `}` cannot move its slot, and every rule of one client
 //! lands in one Redis Cluster slot; `<rule>` is a hash of the algorithm and its rule, so
 //! a changed rule starts fresh; `<mode>` is `s` (server time) or `c` (caller instants).
+//!
+//! ## Redis Cluster
+//! [`RedisStore::open_cluster`] takes seed nodes' URLs; each decision goes to the master
+//! owning its client's slot, `MOVED`/`ASK` are followed (a slot migrating), the script is
+//! reloaded on a master that lacks it, and — unlike redis-rs' cluster connection alone —
+//! nothing is resent after a timeout.
+//!
+//! ## TLS
+//! `rediss://` URLs connect over TLS (rustls with the `ring` provider; no system
+//! OpenSSL), trusting the operating system's CA certificates, or only a CA given to
+//! [`RedisStoreBuilder::root_certificate_pem`]. The server's name is always verified.
 
 mod bucket;
+mod cluster;
 mod endpoints;
 mod error;
 mod limiter;
@@ -82,7 +94,7 @@ pub use script::Part;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::{Client, Connection, IntoConnectionInfo};
+use redis::{Client, Connection, ConnectionLike, IntoConnectionInfo};
 
 use crate::rule::Decision;
 use crate::time::Nanos;
@@ -115,68 +127,105 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(200);
 /// cold or busy server (or a slow handshake) must not fail the whole program.
 pub const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A Redis server (by URL), a key prefix and a pool of connections, shared by the
-/// limiters built from it. Cheap to clone; clones share the pool.
+/// A Redis server or a Redis Cluster (by URL), a key prefix and a pool of connections,
+/// shared by the limiters built from it. Cheap to clone; clones share the pool.
 ///
-/// URLs: `redis://[[user]:password@]host:port[/db]` or
-/// `redis+unix:///path/to.sock[?user=..&pass=..&db=..]`. Credentials never appear in
-/// this type's `Debug` nor in any error.
+/// URLs: `redis://[[user]:password@]host:port[/db]`, `rediss://…` (TLS, see
+/// [`RedisStoreBuilder::root_certificate_pem`]) or
+/// `redis+unix:///path/to.sock[?user=..&pass=..&db=..]`. A cluster is reached through
+/// [`RedisStore::open_cluster`]. Credentials never appear in this type's `Debug` nor in
+/// any error.
 #[derive(Clone)]
 pub struct RedisStore {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    client: Client,
+    target: Target,
     prefix: String,
     /// Idle connections; a broken one is dropped, never returned.
     pool: Mutex<Vec<Pooled>>,
-    /// The URL's password, only to scrub it from error texts.
-    secret: Option<String>,
+    /// The URLs' passwords, only to scrub them from error texts.
+    secrets: Vec<String>,
+}
+
+/// Where the store's connections go.
+enum Target {
+    Server(Client),
+    Cluster(cluster::Seeds),
+}
+
+/// A connection of either kind.
+enum Link {
+    Server(Connection),
+    Cluster(Box<cluster::Link>),
+}
+
+impl Link {
+    fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            Link::Server(con) => con,
+            Link::Cluster(con) => con.as_mut(),
+        }
+    }
+
+    /// The read and write timeout of its socket(s).
+    fn set_timeout(&self, timeout: Duration) -> redis::RedisResult<()> {
+        match self {
+            Link::Server(con) => con
+                .set_read_timeout(Some(timeout))
+                .and_then(|()| con.set_write_timeout(Some(timeout))),
+            Link::Cluster(con) => con
+                .set_read_timeout(Some(timeout))
+                .and_then(|()| con.set_write_timeout(Some(timeout))),
+        }
+    }
 }
 
 struct Pooled {
-    con: Connection,
+    con: Link,
     /// The read/write timeout the socket currently has.
     timeout: Duration,
 }
 
+/// How to reach Redis when a URL is not enough: a cluster's seed nodes, a private CA
+/// for TLS. Made by [`RedisStore::builder`]; its `Debug` shows no URL (a URL may hold
+/// a password).
+#[derive(Clone)]
+pub struct RedisStoreBuilder {
+    prefix: String,
+    urls: Vec<String>,
+    cluster: bool,
+    root_certificate: Option<Vec<u8>>,
+}
+
 impl RedisStore {
-    /// Connects to `url` once (so a wrong address or password is an error now, not at
-    /// the first request) and uses `prefix` for every key. The prefix must not contain
-    /// `{` or `}` (they would change the keys' Cluster hash tag).
+    /// Connects to the server at `url` once (so a wrong address or password is an error
+    /// now, not at the first request) and uses `prefix` for every key. The prefix must
+    /// not contain `{` or `}` (they would change the keys' Cluster hash tag). A
+    /// `rediss://` URL trusts the operating system's CA certificates.
     pub fn open(url: &str, prefix: &str) -> Result<RedisStore, StoreError> {
-        if prefix.contains(['{', '}']) {
-            return Err(StoreError::new(
-                FailureKind::InvalidConfig,
-                format!("the key prefix {prefix:?} contains a brace; it would break the hash tag"),
-            ));
+        RedisStore::builder(prefix).server(url).open()
+    }
+
+    /// Connects to the Redis Cluster that `urls` (`redis://` or `rediss://` seed nodes,
+    /// one is enough; one password for all) belong to, reads its slot map and links to
+    /// every master once, as [`open`](RedisStore::open) does. Each decision goes to the
+    /// master holding its key's slot; a `MOVED` or `ASK` (a slot migrating) is
+    /// followed, never a timeout: a command is not resent after one.
+    pub fn open_cluster<S: AsRef<str>>(urls: &[S], prefix: &str) -> Result<RedisStore, StoreError> {
+        RedisStore::builder(prefix).cluster(urls).open()
+    }
+
+    /// A builder for a store with keys under `prefix`: a server or a cluster, and TLS
+    /// options a URL cannot carry.
+    pub fn builder(prefix: &str) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            prefix: prefix.to_owned(),
+            urls: Vec::new(),
+            cluster: false,
+            root_certificate: None,
         }
-        let info = url.into_connection_info().map_err(|_| {
-            StoreError::new(
-                FailureKind::InvalidConfig,
-                "not a valid Redis URL (redis://host:port or redis+unix:///path)".into(),
-            )
-        })?;
-        let secret = info
-            .redis_settings()
-            .password()
-            .filter(|p| !p.is_empty())
-            .map(str::to_owned);
-        let client =
-            Client::open(info).map_err(|e| StoreError::from_redis(&e, secret.as_deref()))?;
-        let store = RedisStore {
-            inner: Arc::new(Inner {
-                client,
-                prefix: prefix.to_owned(),
-                pool: Mutex::new(Vec::new()),
-                secret,
-            }),
-        };
-        store.with_connection(OPEN_TIMEOUT, |con| {
-            redis::cmd("PING").query::<String>(con).map(drop)
-        })?;
-        Ok(store)
     }
 
     /// The key prefix.
@@ -184,10 +233,16 @@ impl RedisStore {
         &self.inner.prefix
     }
 
+    /// Whether the store talks to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.inner.target, Target::Cluster(_))
+    }
+
     /// Runs `f` on a pooled connection (opened if none is idle) with `timeout` on its
-    /// socket. The connection goes back to the pool unless the error says the link is
-    /// broken or its state unknown (I/O, timeout, authentication): a reply that may
-    /// still arrive must never be read as the answer to the next command.
+    /// socket(s); on a cluster, `f`'s commands are routed by their keys' slot. The
+    /// connection goes back to the pool unless the error says the link is broken or its
+    /// state unknown (I/O, timeout, authentication): a reply that may still arrive must
+    /// never be read as the answer to the next command.
     ///
     /// An idle connection may have died with its server (a restart). When a reused
     /// connection fails with the link closed — not a timeout — the command never ran on
@@ -196,7 +251,7 @@ impl RedisStore {
     fn with_connection<T>(
         &self,
         timeout: Duration,
-        f: impl Fn(&mut Connection) -> redis::RedisResult<T>,
+        f: impl Fn(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
     ) -> Result<T, StoreError> {
         let idle = self
             .inner
@@ -218,38 +273,29 @@ impl RedisStore {
         &self,
         idle: Option<Pooled>,
         timeout: Duration,
-        f: &impl Fn(&mut Connection) -> redis::RedisResult<T>,
+        f: &impl Fn(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
     ) -> Result<T, (StoreError, bool)> {
-        let secret = self.inner.secret.as_deref();
         let mut pooled = match idle {
             Some(p) => p,
-            None => {
-                let con = self
-                    .inner
-                    .client
-                    .get_connection_with_timeout(timeout)
-                    .map_err(|e| (StoreError::from_redis(&e, secret), false))?;
-                Pooled {
-                    con,
-                    timeout: Duration::ZERO,
-                }
-            }
+            None => Pooled {
+                con: self.connect(timeout).map_err(|e| (self.error(&e), false))?,
+                timeout: Duration::ZERO,
+            },
         };
         if pooled.timeout != timeout {
-            let set = pooled
+            pooled
                 .con
-                .set_read_timeout(Some(timeout))
-                .and_then(|()| pooled.con.set_write_timeout(Some(timeout)));
-            set.map_err(|e| (StoreError::from_redis(&e, secret), false))?;
+                .set_timeout(timeout)
+                .map_err(|e| (self.error(&e), false))?;
             pooled.timeout = timeout;
         }
-        match f(&mut pooled.con) {
+        match f(pooled.con.as_dyn()) {
             Ok(value) => {
                 self.give_back(pooled);
                 Ok(value)
             }
             Err(e) => {
-                let error = StoreError::from_redis(&e, secret);
+                let error = self.error(&e);
                 if error.kind() == FailureKind::Server {
                     self.give_back(pooled);
                 }
@@ -257,6 +303,21 @@ impl RedisStore {
                 Err((error, dropped))
             }
         }
+    }
+
+    fn connect(&self, timeout: Duration) -> redis::RedisResult<Link> {
+        match &self.inner.target {
+            Target::Server(client) => client
+                .get_connection_with_timeout(timeout)
+                .map(Link::Server),
+            Target::Cluster(seeds) => seeds
+                .connect(timeout)
+                .map(|con| Link::Cluster(Box::new(con))),
+        }
+    }
+
+    fn error(&self, e: &redis::RedisError) -> StoreError {
+        StoreError::from_redis(e, &self.inner.secrets)
     }
 
     fn give_back(&self, pooled: Pooled) {
@@ -268,15 +329,147 @@ impl RedisStore {
     }
 }
 
+impl RedisStoreBuilder {
+    /// One server, at `url` (replaces any URL given before).
+    pub fn server(self, url: &str) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            urls: vec![url.to_owned()],
+            cluster: false,
+            ..self
+        }
+    }
+
+    /// A Redis Cluster, reached through the seed nodes `urls` (replaces any URL given
+    /// before).
+    pub fn cluster<S: AsRef<str>>(self, urls: &[S]) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            urls: urls.iter().map(|u| u.as_ref().to_owned()).collect(),
+            cluster: true,
+            ..self
+        }
+    }
+
+    /// For `rediss://` URLs: trust the CA certificate(s) in `pem` (PEM text) instead of
+    /// the operating system's, e.g. a private CA. Server names are still verified.
+    pub fn root_certificate_pem(self, pem: impl Into<Vec<u8>>) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            root_certificate: Some(pem.into()),
+            ..self
+        }
+    }
+
+    /// Connects once (a wrong address, password or certificate is an error now) and
+    /// returns the store.
+    pub fn open(self) -> Result<RedisStore, StoreError> {
+        let invalid = |detail: String| StoreError::new(FailureKind::InvalidConfig, detail);
+        if self.prefix.contains(['{', '}']) {
+            return Err(invalid(format!(
+                "the key prefix {:?} contains a brace; it would break the hash tag",
+                self.prefix
+            )));
+        }
+        if self.urls.is_empty() {
+            return Err(invalid("no Redis URL given".into()));
+        }
+        let mut infos = Vec::new();
+        for url in &self.urls {
+            infos.push(url.as_str().into_connection_info().map_err(|_| {
+                invalid(
+                    "not a valid Redis URL (redis://host:port, rediss://host:port or \
+                     redis+unix:///path)"
+                        .into(),
+                )
+            })?);
+        }
+        let mut secrets: Vec<String> = infos
+            .iter()
+            .filter_map(|i| i.redis_settings().password())
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        // Longest first, so a password holding another one is blanked whole.
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
+        let tls = infos
+            .iter()
+            .any(|i| matches!(i.addr(), redis::ConnectionAddr::TcpTls { .. }));
+        let certs = match self.root_certificate {
+            Some(_) if !tls => {
+                return Err(invalid(
+                    "a root certificate was given for a URL without TLS (use rediss://)".into(),
+                ));
+            }
+            Some(pem) => Some(redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem),
+            }),
+            None => None,
+        };
+        if tls {
+            use_ring_provider();
+        }
+        let scrub = |e: redis::RedisError| StoreError::from_redis(&e, &secrets);
+        let target = if self.cluster {
+            let seeds = cluster::Seeds::new(infos, certs);
+            seeds.check().map_err(scrub)?;
+            Target::Cluster(seeds)
+        } else {
+            let [info] = <[_; 1]>::try_from(infos)
+                .map_err(|_| invalid("a single server takes one URL".into()))?;
+            let client = match certs {
+                Some(certs) => Client::build_with_tls(info, certs),
+                None => Client::open(info),
+            };
+            Target::Server(client.map_err(scrub)?)
+        };
+        let store = RedisStore {
+            inner: Arc::new(Inner {
+                target,
+                prefix: self.prefix,
+                pool: Mutex::new(Vec::new()),
+                secrets,
+            }),
+        };
+        store.with_connection(OPEN_TIMEOUT, |con| {
+            redis::cmd("PING").query::<String>(con).map(drop)
+        })?;
+        Ok(store)
+    }
+}
+
+/// redis-rs builds its TLS configuration with rustls' process-wide crypto provider,
+/// and rustls panics when it cannot tell which one that is (two providers compiled in,
+/// none installed). Installing `ring` when none is installed yet removes that panic;
+/// a provider the application installed first is kept.
+fn use_ring_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err only when another thread installed one meanwhile: that one is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore")
-            .field(
-                "addr",
-                &self.inner.client.get_connection_info().addr().to_string(),
-            )
-            .field("prefix", &self.inner.prefix)
+        let mut s = f.debug_struct("RedisStore");
+        match &self.inner.target {
+            Target::Server(client) => {
+                s.field("addr", &client.get_connection_info().addr().to_string())
+            }
+            Target::Cluster(seeds) => s.field("cluster", &seeds.addrs()),
+        };
+        s.field("prefix", &self.inner.prefix)
             .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for RedisStoreBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStoreBuilder")
+            .field("prefix", &self.prefix)
+            .field("urls", &self.urls.len())
+            .field("cluster", &self.cluster)
+            .field("root_certificate", &self.root_certificate.is_some())
+            .finish()
     }
 }
 
