@@ -8,6 +8,9 @@
 //! - `redis_16_clients/<name>/unix`: 16 threads on one key; the time is wall time per
 //!   decision over all 16 together (so decisions/s = 1 / time).
 //!
+//! - `latency`: p50 and p99 of single decisions (5,000 timed one by one, one client,
+//!   unix and TCP), printed as a table next to `SET`'s; criterion reports medians only.
+//!
 //! Needs `redis-server` on PATH (the bench starts and stops its own, like the tests).
 //! Run: `cargo bench --features redis --bench redis` (about 2 minutes).
 
@@ -168,6 +171,71 @@ fn sixteen_clients(c: &mut Criterion) {
     group.finish();
 }
 
+/// The p50 and p99 of `samples` calls of `call`, in µs.
+fn percentiles(samples: usize, mut call: impl FnMut()) -> (f64, f64) {
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let began = Instant::now();
+            call();
+            began.elapsed()
+        })
+        .collect();
+    times.sort();
+    let at = |q: usize| times[(samples * q / 100).min(samples - 1)].as_secs_f64() * 1e6;
+    (at(50), at(99))
+}
+
+fn latency(_: &mut Criterion) {
+    const SAMPLES: usize = 5_000;
+    let port = free_port().to_string();
+    let Some(server) = redis_support::Server::start(&["--port", &port]) else {
+        return;
+    };
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("client{i}")).collect();
+    println!("\nlatency per call, one client, {SAMPLES} calls each (µs):");
+    println!(
+        "{:<24} {:>9} {:>9} {:>9} {:>9}",
+        "", "unix p50", "unix p99", "tcp p50", "tcp p99"
+    );
+    let urls = [server.url(), format!("redis://127.0.0.1:{port}")];
+    let mut rows: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for url in &urls {
+        let mut con = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .unwrap();
+        let set = percentiles(SAMPLES, || {
+            let () = redis::cmd("SET")
+                .arg("k")
+                .arg("0 1")
+                .query(&mut con)
+                .unwrap();
+        });
+        let store = RedisStore::open(url, "lat").unwrap();
+        let mut measured = vec![("set".to_owned(), set)];
+        for (name, limiter) in limiters(&store) {
+            let mut i = 0;
+            let p = percentiles(SAMPLES, || {
+                i = (i + 1) % KEYS;
+                black_box(limiter.try_acquire(&keys[i], Now::Server).unwrap());
+            });
+            measured.push((name.to_owned(), p));
+        }
+        for (row, (name, p)) in measured.into_iter().enumerate() {
+            match rows.get_mut(row) {
+                Some(r) => r.1.push(p),
+                None => rows.push((name, vec![p])),
+            }
+        }
+    }
+    for (name, ps) in rows {
+        let cells: Vec<String> = ps
+            .iter()
+            .flat_map(|(p50, p99)| [format!("{p50:>9.1}"), format!("{p99:>9.1}")])
+            .collect();
+        println!("{name:<24} {}", cells.join(" "));
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
@@ -175,6 +243,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(20);
-    targets = one_client, sixteen_clients
+    targets = one_client, sixteen_clients, latency
 }
 criterion_main!(benches);
