@@ -8,6 +8,8 @@
 
 mod redis_support;
 
+use std::time::Duration;
+
 use ratesim::redis::{Now, RedisError, RedisLimiter, RedisStore, Scripted, Unrepresentable};
 use ratesim::{
     Algorithm, BoxedAlgorithm, Composite, FakeClock, FixedWindow, Gcra, LeakyBucket, Nanos,
@@ -259,7 +261,9 @@ fn differential<A: Scripted + Clone>(
 
 /// `name` on `rule` in Redis (the concrete type) and in memory (the registry's).
 fn both(store: &RedisStore, name: &str, rule: Rule) -> (RedisLimiter, BoxedAlgorithm) {
-    let redis = redis_support::limiter(store, name, rule);
+    // A busy machine may take longer than the 200 ms default: this test is about the
+    // decisions, not the timeout (tests/redis_failure.rs is).
+    let redis = redis_support::limiter(store, name, rule).with_timeout(Duration::from_secs(5));
     let memory = Registry::default().create(name, rule).unwrap();
     (redis, memory)
 }
