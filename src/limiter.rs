@@ -248,6 +248,12 @@ impl<K: Hash, S> Table<K, S> {
 
 /// Applies one [`Algorithm`] to many keys, with per-shard locking.
 ///
+/// The key type `K` is stored in the map as it is. For many string keys, a key type
+/// that holds short strings inline (such as `compact_str::CompactString`, up to 24
+/// bytes) saves the heap string per key: at 1,000,000 keys a token bucket holds
+/// 86–88 bytes per key with `CompactString` keys against 118 with `String` keys
+/// (`cargo bench --bench memory`).
+///
 /// ```
 /// use ratesim::{FakeClock, Nanos, RateLimiter, Rule, TokenBucket};
 /// let clock = FakeClock::new(Nanos::ZERO);
