@@ -17,6 +17,11 @@
 //! - [`RateLimiter::evict_idle`] and [`RateLimiter::reset`] take the same shard locks,
 //!   one shard at a time, so they never hold two locks and cannot deadlock.
 //!
+//! The seed's design (a map lock for get-or-create plus a lock per key, with an
+//! `evicted` flag to catch a request that raced the janitor) gives the same guarantees
+//! with more moving parts; the loom models in `tests/loom.rs` check this one, including
+//! a broken variant that splits the critical section.
+//!
 //! ## Storage: packed states
 //! Each shard's table holds `(key, state)` slots. When the algorithm
 //! [packs](Algorithm::packs) for its rule (the bucket family and GCRA whenever
@@ -24,11 +29,6 @@
 //! a request unpacks it into the algorithm's own `State`, decides, and packs it back —
 //! 16 bytes a key instead of 24, with the algorithm's math unchanged. The choice is
 //! made once, at construction; a rule too large to pack keeps the `u128` state.
-//!
-//! The seed's design (a map lock for get-or-create plus a lock per key, with an
-//! `evicted` flag to catch a request that raced the janitor) gives the same guarantees
-//! with more moving parts; the loom models in `tests/loom.rs` check this one, including
-//! a broken variant that splits the critical section.
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
