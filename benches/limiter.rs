@@ -5,6 +5,9 @@
 //!   DashMap, `String` keys, quanta clock) and the floor (a `Vec` of token-bucket states
 //!   indexed by integer id: no hashing, no locks; the same clock read and math).
 //!   Key sets: 1 key, 10,000 keys, 1,000,000 keys in round-robin and in random order.
+//!   `…/token_bucket_compact` and `…/gcra_compact`: the same keys held as
+//!   `CompactString` (inline up to 24 bytes: the key type the memory bench's
+//!   ≤ 101 bytes per key is measured with), asked for by `&CompactString`.
 //! - `real_string_2_threads/10k`: two threads on 10,000 keys; the time is wall time per
 //!   decision over both threads together.
 //! - `fake_u32/…`: the same with integer keys and a fake clock, as the simulator uses it
@@ -19,6 +22,7 @@ use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
+use compact_str::CompactString;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter as Governor};
@@ -111,6 +115,23 @@ fn ratesim_string<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, ke
     }
 }
 
+fn ratesim_compact<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, keys: &[String]) {
+    let name = format!("{}_compact", algorithm.name());
+    let keys: Vec<CompactString> = keys.iter().map(CompactString::from).collect();
+    let limiter: RateLimiter<A, CompactString> = RateLimiter::new(algorithm);
+    for k in &keys {
+        limiter.try_acquire(k);
+    }
+    for (label, n, order) in SETS.iter().filter(|s| s.1 <= keys.len()) {
+        let mut walk = Keys::new(*n, *order);
+        c.bench_with_input(
+            BenchmarkId::new(format!("{group}/{label}"), &name),
+            n,
+            |b, _| b.iter(|| black_box(limiter.try_acquire(&keys[walk.next()]))),
+        );
+    }
+}
+
 fn ratesim_u32<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, n_max: usize) {
     let name = algorithm.name().to_string();
     let clock = FakeClock::new(Nanos::ZERO);
@@ -139,6 +160,8 @@ fn real_string(c: &mut Criterion) {
     let group = "real_string";
     ratesim_string(c, group, TokenBucket::new(rule()), &keys);
     ratesim_string(c, group, Gcra::new(rule()), &keys);
+    ratesim_compact(c, group, TokenBucket::new(rule()), &keys);
+    ratesim_compact(c, group, Gcra::new(rule()), &keys);
     ratesim_string(c, group, LeakyBucket::new(rule()), &keys);
     ratesim_string(c, group, FixedWindow::new(rule()), &keys);
     ratesim_string(c, group, SlidingWindowCounter::new(rule()), &keys);
@@ -271,10 +294,25 @@ fn threaded<A: Algorithm>(c: &mut Criterion, algorithm: A, keys: &[String]) {
     });
 }
 
+fn threaded_compact<A: Algorithm>(c: &mut Criterion, algorithm: A, keys: &[String]) {
+    let name = format!("{}_compact", algorithm.name());
+    let keys: Vec<CompactString> = keys.iter().map(CompactString::from).collect();
+    let limiter: RateLimiter<A, CompactString> = RateLimiter::new(algorithm);
+    c.bench_function(&format!("real_string_2_threads/10k_keys/{name}"), |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, |i| {
+                black_box(limiter.try_acquire(&keys[i]));
+            })
+        })
+    });
+}
+
 fn real_string_2_threads(c: &mut Criterion) {
     let keys = names(10_000);
     threaded(c, TokenBucket::new(rule()), &keys);
     threaded(c, Gcra::new(rule()), &keys);
+    threaded_compact(c, TokenBucket::new(rule()), &keys);
+    threaded_compact(c, Gcra::new(rule()), &keys);
     threaded(c, LeakyBucket::new(rule()), &keys);
     threaded(c, FixedWindow::new(rule()), &keys);
     threaded(c, SlidingWindowCounter::new(rule()), &keys);

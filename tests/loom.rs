@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use loom::thread;
-use ratesim::{FakeClock, FixedWindow, Nanos, RateLimiter, Rule};
+use ratesim::{Algorithm, FakeClock, FixedWindow, Nanos, RateLimiter, Rule, TokenBucket};
 
 type Limiter = RateLimiter<FixedWindow, String, FakeClock>;
 
@@ -39,8 +39,16 @@ fn limiter(max: u64) -> Limiter {
     RateLimiter::with_clock(quota(max), FakeClock::default())
 }
 
+/// A token bucket of one: the limiter stores its states packed into two words, so a
+/// request unpacks, decides and packs back, all inside the shard's critical section.
+fn packed_bucket() -> TokenBucket {
+    let bucket = TokenBucket::new(Rule::new(1, Nanos::from_secs(10)).unwrap());
+    assert!(bucket.packs());
+    bucket
+}
+
 /// Two requests race for a quota of one: exactly one may pass.
-fn race_for_the_last_permit(make: fn() -> Limiter) {
+fn race_for_the_last_permit<A: Algorithm>(make: fn() -> RateLimiter<A, String, FakeClock>) {
     model("last permit", move || {
         let l = loom::sync::Arc::new(make());
         let other = l.clone();
@@ -65,6 +73,19 @@ fn two_threads_racing_for_the_last_permit_exactly_one_wins() {
 fn the_model_catches_a_limiter_whose_check_and_consume_is_not_atomic() {
     race_for_the_last_permit(|| {
         RateLimiter::broken_with_split_critical_section(quota(1), FakeClock::default())
+    });
+}
+
+#[test]
+fn two_threads_racing_for_a_packed_last_permit_exactly_one_wins() {
+    race_for_the_last_permit(|| RateLimiter::with_clock(packed_bucket(), FakeClock::default()));
+}
+
+#[test]
+#[should_panic(expected = "exactly one of two requests may pass")]
+fn the_model_catches_a_packed_limiter_whose_check_and_consume_is_not_atomic() {
+    race_for_the_last_permit(|| {
+        RateLimiter::broken_with_split_critical_section(packed_bucket(), FakeClock::default())
     });
 }
 

@@ -2,7 +2,7 @@
 //! parameters in token·ns units, and the elapsed-time arithmetic with the backwards-clock
 //! clamp. Each bucket keeps only its own direction (refill up, or drain down) in its file.
 
-use super::Wide;
+use super::{Packed, Wide};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -36,6 +36,16 @@ impl BucketState {
     pub fn last(&self) -> Nanos {
         self.last
     }
+
+    /// The state in two words; exact when the level fits in a `u64`.
+    pub(super) fn pack(&self) -> Packed {
+        debug_assert!(self.level.hi == 0, "packed a level that needs 128 bits");
+        [self.level.lo, self.last.as_u64()]
+    }
+
+    pub(super) fn unpack([level, last]: Packed) -> BucketState {
+        BucketState::new(u128::from(level), Nanos::new(last))
+    }
 }
 
 /// A bucket's parameters in *token·ns units*: one token is `window` units and the level
@@ -58,6 +68,12 @@ impl Bucket {
             unit,
             cap: unit * u128::from(rule.burst()),
         }
+    }
+
+    /// Whether every level fits in a `u64` (a level never exceeds `cap`), so the state
+    /// packs into two words.
+    pub(super) fn packs(&self) -> bool {
+        u64::try_from(self.cap).is_ok()
     }
 
     /// Units refilled (or drained) between the state's last instant and `now`, and the

@@ -1,6 +1,6 @@
 //! GCRA, the generic cell rate algorithm: one theoretical arrival time per key.
 
-use super::{Algorithm, Wide, div, div_ceil, wait_until};
+use super::{Algorithm, Packed, Wide, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -124,6 +124,23 @@ impl Algorithm for Gcra {
             u128::from(clamped.as_u64()) + self.unscale(over),
             now,
         ))
+    }
+
+    /// `ahead` never exceeds `limit`, so the state packs when `limit` fits in a `u64`.
+    fn packs(&self) -> bool {
+        u64::try_from(self.limit).is_ok()
+    }
+
+    fn pack(&self, state: &GcraState) -> Packed {
+        debug_assert!(state.ahead.hi == 0, "packed an `ahead` that needs 128 bits");
+        [state.ahead.lo, state.last.as_u64()]
+    }
+
+    fn unpack(&self, [ahead, last]: Packed) -> GcraState {
+        GcraState {
+            ahead: Wide::new(u128::from(ahead)),
+            last: Nanos::new(last),
+        }
     }
 
     fn reset_after(&self, state: &GcraState, now: Nanos) -> Nanos {

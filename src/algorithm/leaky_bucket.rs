@@ -1,7 +1,7 @@
 //! Leaky bucket as a meter: each request pours water in, the bucket drains steadily.
 
 use super::bucket::{Bucket, BucketState};
-use super::{Algorithm, div};
+use super::{Algorithm, Packed, div};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -83,6 +83,18 @@ impl Algorithm for LeakyBucket {
             return Some(Nanos::ZERO);
         }
         Some(self.0.wait_for(overflow, clamped, now))
+    }
+
+    fn packs(&self) -> bool {
+        self.0.packs()
+    }
+
+    fn pack(&self, state: &BucketState) -> Packed {
+        state.pack()
+    }
+
+    fn unpack(&self, packed: Packed) -> BucketState {
+        BucketState::unpack(packed)
     }
 
     fn reset_after(&self, state: &BucketState, now: Nanos) -> Nanos {

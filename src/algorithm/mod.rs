@@ -88,7 +88,34 @@ pub trait Algorithm: Send + Sync + 'static {
     fn is_idle(&self, state: &Self::State, now: Nanos) -> bool {
         self.remaining(state, now) >= self.capacity()
     }
+
+    /// Whether every state this instance can ever produce fits in [`Packed`] (two
+    /// words), decided once from the rule. A [`RateLimiter`](crate::RateLimiter) then
+    /// stores its keys' states packed and unpacks one around each call, so the math
+    /// above never sees the difference. The default is `false`: stored as they are.
+    fn packs(&self) -> bool {
+        false
+    }
+
+    /// `state` in two words. Called only when [`packs`](Algorithm::packs) is true, and
+    /// then [`unpack`](Algorithm::unpack) must give back an equal state.
+    fn pack(&self, state: &Self::State) -> Packed {
+        let _ = state;
+        unreachable!("{} does not pack its states", self.name())
+    }
+
+    /// The state [`pack`](Algorithm::pack) made `packed` from.
+    fn unpack(&self, packed: Packed) -> Self::State {
+        let _ = packed;
+        unreachable!("{} does not pack its states", self.name())
+    }
 }
+
+/// A per-key state in two words: the compact form a limiter stores when the algorithm
+/// [`packs`](Algorithm::packs). The bucket family and GCRA pack when their largest level
+/// (`burst × window` token·ns units) fits in a `u64`; a larger rule keeps the `u128`
+/// state, exact either way.
+pub type Packed = [u64; 2];
 
 /// A `u128` kept as two `u64` words. A `u128` field makes its struct 16-byte aligned,
 /// which pads a per-key state from 24 to 32 bytes (and a `(String, state)` map slot from

@@ -1,7 +1,7 @@
 //! Token bucket: `burst` tokens, refilled continuously at `max_requests / window`.
 
 use super::bucket::{Bucket, BucketState};
-use super::{Algorithm, div};
+use super::{Algorithm, Packed, div};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -80,6 +80,18 @@ impl Algorithm for TokenBucket {
             return Some(Nanos::ZERO);
         }
         Some(self.0.wait_for(need - level, clamped, now))
+    }
+
+    fn packs(&self) -> bool {
+        self.0.packs()
+    }
+
+    fn pack(&self, state: &BucketState) -> Packed {
+        state.pack()
+    }
+
+    fn unpack(&self, packed: Packed) -> BucketState {
+        BucketState::unpack(packed)
     }
 
     fn reset_after(&self, state: &BucketState, now: Nanos) -> Nanos {
