@@ -58,7 +58,7 @@ impl Janitor {
     pub(super) fn new(sc: &Scenario, states: &impl KeyStates) -> Self {
         Janitor {
             sweeps: Sweeps::new(sc),
-            measure: states.fresh_bytes().is_some() && states.key_bytes_vary(),
+            measure: states.key_bytes_vary(),
             touched: Vec::new(),
             marked: Vec::new(),
             peak_keys: 0,
