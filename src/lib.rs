@@ -64,10 +64,12 @@ pub mod composite;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod demo;
+pub mod dense;
 #[cfg(any(feature = "cli", feature = "redis"))]
 mod fnv;
 pub mod limiter;
 pub mod middleware;
+mod prefetch;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
@@ -88,6 +90,7 @@ pub use algorithm::{
     SlidingWindowLog, TokenBucket,
 };
 pub use composite::{Composite, CompositeDecision, EmptyComposite};
+pub use dense::DenseLimiter;
 pub use limiter::{InsufficientCapacity, RateLimiter};
 #[cfg(feature = "toml-rules")]
 pub use middleware::RulesError;

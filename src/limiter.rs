@@ -589,7 +589,12 @@ where
 }
 
 /// Checks and consumes `cost` on `state` at `now`, and the decision to report.
-fn acquire<A: Algorithm>(algo: &A, state: &mut A::State, now: Nanos, cost: u64) -> Decision {
+pub(crate) fn acquire<A: Algorithm>(
+    algo: &A,
+    state: &mut A::State,
+    now: Nanos,
+    cost: u64,
+) -> Decision {
     let allowed = algo.try_acquire(state, now, cost);
     decision(algo, state, now, cost, allowed)
 }

@@ -1,0 +1,220 @@
+//! [`DenseLimiter`]: the states of clients numbered `0, 1, 2, …`, in one `Vec` indexed
+//! by the number — no hashing, no locks, no clock of its own. For a single owner that
+//! already numbers its clients and knows the instant of every request: the simulator
+//! (whose clients are numbered as they first appear) and any driver like it.
+//!
+//! It is a store like [`RateLimiter`](crate::RateLimiter)'s sharded map, not a second
+//! limiter: the algorithm decides, with the same [`Decision`]s, the same refusal of a
+//! cost above the capacity, and the same idle-key eviction (a state is forgotten only
+//! when [`Algorithm::is_idle`] says it equals a fresh one). Fed the same requests at the
+//! same instants, the two give the same answers; `tests/dense.rs` checks it.
+
+use crate::algorithm::Algorithm;
+use crate::limiter::{InsufficientCapacity, acquire, status};
+use crate::rule::Decision;
+use crate::time::Nanos;
+
+/// An algorithm's states for clients numbered by `u32`, decided at instants the caller
+/// gives. Memory grows with the largest client number seen (one slot each, the size of
+/// `Option<A::State>`), plus eight bytes per client number for the bookkeeping of which clients hold one.
+///
+/// ```
+/// use ratesim::{DenseLimiter, Nanos, Rule, TokenBucket};
+///
+/// let rule = Rule::new(2, Nanos::from_secs(1))?;
+/// let mut limiter = DenseLimiter::new(TokenBucket::new(rule));
+/// let t = Nanos::ZERO;
+/// assert!(limiter.try_acquire_n(7, 1, t)?.allowed);
+/// assert!(limiter.try_acquire_n(7, 1, t)?.allowed);
+/// assert!(!limiter.try_acquire_n(7, 1, t)?.allowed);
+/// assert!(limiter.try_acquire_n(3, 1, t)?.allowed); // another client, its own state
+/// assert_eq!(limiter.len(), 2);
+/// assert_eq!(limiter.evict_idle(Nanos::from_secs(1)), 2); // both full again
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DenseLimiter<A: Algorithm> {
+    algorithm: A,
+    states: Slots<A::State>,
+}
+
+impl<A: Algorithm> DenseLimiter<A> {
+    /// A store with every client fresh.
+    pub fn new(algorithm: A) -> Self {
+        DenseLimiter {
+            algorithm,
+            states: Slots::default(),
+        }
+    }
+
+    /// The policy applied.
+    pub fn algorithm(&self) -> &A {
+        &self.algorithm
+    }
+
+    /// Checks and consumes `cost` permits for client `id` at `now`, as
+    /// [`RateLimiter::try_acquire_n`](crate::RateLimiter::try_acquire_n) does: a cost
+    /// above the capacity is an error, refused before the client's state is created.
+    #[inline]
+    pub fn try_acquire_n(
+        &mut self,
+        id: u32,
+        cost: u64,
+        now: Nanos,
+    ) -> Result<Decision, InsufficientCapacity> {
+        let capacity = self.algorithm.capacity();
+        if cost > capacity {
+            return Err(InsufficientCapacity { cost, capacity });
+        }
+        Ok(self.with_state(id, now, |algo, state| acquire(algo, state, now, cost)))
+    }
+
+    /// The decision a request of cost 1 would get at `now`, without consuming; a client
+    /// holding no state is answered from a fresh one, which is not stored.
+    pub fn peek(&self, id: u32, now: Nanos) -> Decision {
+        match self.state(id) {
+            Some(state) => status(&self.algorithm, state, now),
+            None => status(&self.algorithm, &self.algorithm.new_state(now), now),
+        }
+    }
+
+    /// Runs `f` on client `id`'s state, created fresh at `now` if it holds none.
+    #[inline]
+    pub fn with_state<R>(
+        &mut self,
+        id: u32,
+        now: Nanos,
+        f: impl FnOnce(&A, &mut A::State) -> R,
+    ) -> R {
+        let algorithm = &self.algorithm;
+        let state = self
+            .states
+            .slot(id)
+            .get_or_insert_with(|| algorithm.new_state(now));
+        f(algorithm, state)
+    }
+
+    /// Starts loading client `id`'s slot into the cache, for a caller that knows it
+    /// will ask about `id` soon (a hint: nothing changes).
+    #[inline]
+    pub fn prefetch(&self, id: u32) {
+        if let Some(slot) = self.states.slots.get(id as usize) {
+            crate::prefetch::prefetch(slot);
+        }
+    }
+
+    /// Client `id`'s state, if it holds one.
+    #[inline]
+    pub fn state(&self, id: u32) -> Option<&A::State> {
+        self.states.slots.get(id as usize)?.as_ref()
+    }
+
+    /// Gives client `id` the state `state` (replacing any it held).
+    pub fn set_state(&mut self, id: u32, state: A::State) {
+        *self.states.slot(id) = Some(state);
+    }
+
+    /// Forgets client `id`: its next request starts from a fresh state.
+    pub fn reset(&mut self, id: u32) {
+        self.states.remove(id);
+    }
+
+    /// Forgets every client whose state at `now` is indistinguishable from a fresh one
+    /// ([`Algorithm::is_idle`]); returns how many.
+    pub fn evict_idle(&mut self, now: Nanos) -> usize {
+        let algorithm = &self.algorithm;
+        self.states
+            .remove_where(|state| algorithm.is_idle(state, now))
+    }
+
+    /// The number of clients holding a state.
+    pub fn len(&self) -> usize {
+        self.states.held.len()
+    }
+
+    /// True when no client holds a state.
+    pub fn is_empty(&self) -> bool {
+        self.states.held.is_empty()
+    }
+}
+
+/// States by client number, and the list of the clients holding one (so a sweep visits
+/// those, not every number ever seen).
+struct Slots<S> {
+    /// By client number: its state, or `None` when it holds none.
+    slots: Vec<Option<S>>,
+    /// The clients holding a state, in no particular order.
+    held: Vec<u32>,
+    /// By client number: its index in `held`, while it holds a state.
+    place: Vec<u32>,
+}
+
+impl<S> Default for Slots<S> {
+    fn default() -> Self {
+        Slots {
+            slots: Vec::new(),
+            held: Vec::new(),
+            place: Vec::new(),
+        }
+    }
+}
+
+impl<S> Slots<S> {
+    /// Client `id`'s slot, for the caller to fill: a client holding no state yet is
+    /// listed as held now.
+    #[inline]
+    fn slot(&mut self, id: u32) -> &mut Option<S> {
+        let i = id as usize;
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+            self.place.resize(i + 1, 0);
+        }
+        if self.slots[i].is_none() {
+            self.place[i] = self.held.len() as u32;
+            self.held.push(id);
+        }
+        &mut self.slots[i]
+    }
+
+    /// Empties client `id`'s slot.
+    fn remove(&mut self, id: u32) {
+        let Some(slot) = self.slots.get_mut(id as usize) else {
+            return;
+        };
+        if slot.take().is_some() {
+            self.unlist(self.place[id as usize] as usize);
+        }
+    }
+
+    /// Empties every slot whose state `idle` says so; returns how many.
+    fn remove_where(&mut self, mut idle: impl FnMut(&S) -> bool) -> usize {
+        let before = self.held.len();
+        let mut p = 0;
+        while p < self.held.len() {
+            let slot = &mut self.slots[self.held[p] as usize];
+            if slot.as_ref().is_some_and(&mut idle) {
+                *slot = None;
+                self.unlist(p); // the last listed client moves to `p`: look at it next
+            } else {
+                p += 1;
+            }
+        }
+        before - self.held.len()
+    }
+
+    /// Takes the client at index `p` of `held` off the list.
+    fn unlist(&mut self, p: usize) {
+        self.held.swap_remove(p);
+        if let Some(&moved) = self.held.get(p) {
+            self.place[moved as usize] = p as u32;
+        }
+    }
+}
+
+impl<A: Algorithm + std::fmt::Debug> std::fmt::Debug for DenseLimiter<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DenseLimiter")
+            .field("algorithm", &self.algorithm)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
