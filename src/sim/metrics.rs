@@ -202,6 +202,10 @@ struct Admission {
     key: u32,
 }
 
+/// How many expiries ahead the tracker asks for a key's count to be loaded into the
+/// cache (see [`WindowTracker::prefetch`]).
+const PREFETCH_AHEAD: usize = 8;
+
 /// Exact `max_in_window` and `excess` over every key.
 ///
 /// The count in `(t − W, t]` only rises at an admission, so its maximum over all real
@@ -288,6 +292,15 @@ impl WindowTracker {
         count
     }
 
+    /// A hint that `key` will be admitted soon: its count may start loading into the
+    /// cache. Changes nothing.
+    #[inline]
+    pub(crate) fn prefetch(&self, key: u32) {
+        if let Some(count) = self.counts.get(key as usize) {
+            crate::prefetch::prefetch(count);
+        }
+    }
+
     /// Reports the tracked key's remaining expiries up to `end` (the final steps down).
     pub(crate) fn finish(&mut self, end: Nanos, mut on_tracked_change: impl FnMut(Nanos, u64)) {
         self.expire(end, &mut on_tracked_change);
@@ -309,6 +322,9 @@ impl WindowTracker {
                 break;
             }
             self.live.pop_front();
+            if let Some(ahead) = self.live.get(PREFETCH_AHEAD) {
+                self.prefetch(ahead.key);
+            }
             let count = &mut self.counts[key as usize];
             *count -= cost;
             if self.tracked == Some(key) {

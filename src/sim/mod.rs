@@ -1,8 +1,9 @@
 //! The traffic simulator: scenarios, arrival streams, the discrete-event engine and the
 //! over-admission metrics.
 //!
-//! `sim` drives the library's own [`RateLimiter`](crate::RateLimiter) with a
-//! [`FakeClock`](crate::FakeClock); it contains no copy of any algorithm. It writes no
+//! `sim` drives the library's own algorithms through the library's own state store for
+//! numbered clients, [`DenseLimiter`](crate::DenseLimiter), at a fake clock's instants;
+//! it contains no copy of any algorithm. It writes no
 //! files and draws nothing: decisions go to caller-supplied [`DecisionSink`]s and
 //! results come back as a serialisable [`RunReport`].
 //!

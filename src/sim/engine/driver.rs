@@ -127,6 +127,11 @@ impl<S: KeyStates> Steps for Driver<'_, S> {
     }
 
     #[inline]
+    fn prefetch(&self, key: u32) {
+        self.states.prefetch(key);
+    }
+
+    #[inline]
     fn state(&mut self) -> &mut RunState {
         &mut self.run
     }

@@ -1,6 +1,6 @@
 //! The discrete-event engine: feeds each algorithm its stream through the library's
-//! own [`RateLimiter`](crate::RateLimiter) on a [`FakeClock`](crate::FakeClock), and
-//! measures what it decides.
+//! own state store for numbered clients, [`DenseLimiter`](crate::DenseLimiter), at the
+//! instants of a fake clock, and measures what it decides.
 //!
 //! The engine owns event order and client behaviour; it never decides a request
 //! itself (the limiter does) and never writes files (sinks do).
@@ -25,8 +25,9 @@
 //!   monotone in time when nothing else happens, which holds for all six built-in
 //!   algorithms. The instant found is remembered per key until the key's next
 //!   admission (see `probe::Probes`).
-//! - The engine owns its limiters, so it decides through their lock-free `&mut` path;
-//!   the trailing-window counts are updated after each chunk, in order.
+//! - The engine owns its limiters and numbers its clients, so a client's state is one
+//!   index away (no hashing, no lock); the trailing-window counts are updated after
+//!   each chunk, in order.
 //! - A janitor sweep (every `max(W, duration / 1000)`) evicts idle keys, as a real
 //!   deployment would, and samples `peak_keys` and per-key state size.
 //!
@@ -43,7 +44,7 @@
 //! - `attempt`: one request attempt and the limiter's answer, passed between these.
 //! - `queue` and `retry`: the event queue and the retry clients.
 //! - `probe`: the earliest passing instant of each denial, and the advice judged.
-//! - `states`: where one algorithm's key states live (the library's `RateLimiter` in
+//! - `states`: where one algorithm's key states live (the library's `DenseLimiter` in
 //!   memory, or Redis) and what a run asks of them.
 //! - `janitor`: the periodic idle-key sweep and memory samples.
 //! - `record`: counters, window counts, timeline and decision rows.
@@ -106,8 +107,8 @@ pub struct RunOptions<'a> {
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub enum StateStore {
-    /// In this process: the library's own `RateLimiter`, one per algorithm, on a fake
-    /// clock.
+    /// In this process: the library's own [`DenseLimiter`](crate::DenseLimiter), one per
+    /// algorithm, at the fake clock's instants.
     #[default]
     Memory,
     /// In Redis (feature `redis`): every decision, probe and idle-key eviction is a

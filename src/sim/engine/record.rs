@@ -10,6 +10,9 @@ use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, 
 use crate::sim::{SimError, Timeline};
 use crate::time::Nanos;
 
+/// How many admissions ahead a key's window count is asked to be loaded into the cache.
+const PREFETCH_AHEAD: usize = 8;
+
 /// The counters, window counts and timeline of one algorithm's run.
 pub(super) struct Recording {
     /// The counters; the other metrics are filled in when the run ends.
@@ -119,7 +122,10 @@ impl Recording {
     /// cache misses, which interleaved with decisions it could not.
     pub(super) fn track_admitted(&mut self) {
         let keep = self.keep_series;
-        for &(key, at, cost) in &self.admitted {
+        for (i, &(key, at, cost)) in self.admitted.iter().enumerate() {
+            if let Some(&(ahead, _, _)) = self.admitted.get(i + PREFETCH_AHEAD) {
+                self.tracker.prefetch(ahead);
+            }
             let series = &mut self.series;
             self.tracker.admit(key, at, cost, |t, c| {
                 if keep {

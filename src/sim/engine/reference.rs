@@ -14,10 +14,10 @@ use super::driver::Drive;
 use super::janitor::Sweeps;
 use crate::algorithm::SlidingWindowLog;
 use crate::composite::Composite;
-use crate::limiter::RateLimiter;
+use crate::dense::DenseLimiter;
 use crate::sim::traffic::Arrival;
 use crate::sim::{KeyTable, Scenario};
-use crate::time::{FakeClock, Nanos};
+use crate::time::Nanos;
 
 /// How a group gets the reference's decisions (open clients only).
 pub(super) enum Share {
@@ -104,7 +104,6 @@ impl ReferenceFeed {
 /// The group's own copy of the reference. Its decisions depend only on the stream, so
 /// one copy serves every algorithm of a group.
 struct Reference {
-    clock: FakeClock,
     limiter: ReferenceLimiter,
     sweeps: Sweeps,
 }
@@ -112,44 +111,40 @@ struct Reference {
 /// The log for one rule, or a composite of logs (exact for every rule) when the
 /// scenario has several `[[limit]]`s; an enum so the common case stays unboxed.
 enum ReferenceLimiter {
-    One(RateLimiter<SlidingWindowLog, u32, FakeClock>),
-    All(RateLimiter<Composite<SlidingWindowLog>, u32, FakeClock>),
+    One(DenseLimiter<SlidingWindowLog>),
+    All(DenseLimiter<Composite<SlidingWindowLog>>),
 }
 
 impl ReferenceLimiter {
-    fn allows(&mut self, key: u32, cost: u64) -> bool {
+    fn allows(&mut self, key: u32, cost: u64, now: Nanos) -> bool {
         match self {
-            ReferenceLimiter::One(l) => l.try_acquire_n_mut(&key, cost).is_ok_and(|d| d.allowed),
-            ReferenceLimiter::All(l) => l.try_acquire_n_mut(&key, cost).is_ok_and(|d| d.allowed),
+            ReferenceLimiter::One(l) => l.try_acquire_n(key, cost, now),
+            ReferenceLimiter::All(l) => l.try_acquire_n(key, cost, now),
         }
+        .is_ok_and(|d| d.allowed)
     }
 
-    fn evict_idle(&self) {
+    fn evict_idle(&mut self, now: Nanos) {
         match self {
-            ReferenceLimiter::One(l) => l.evict_idle(),
-            ReferenceLimiter::All(l) => l.evict_idle(),
+            ReferenceLimiter::One(l) => l.evict_idle(now),
+            ReferenceLimiter::All(l) => l.evict_idle(now),
         };
     }
 }
 
 impl Reference {
     fn new(sc: &Scenario) -> Reference {
-        let clock = FakeClock::new(Nanos::ZERO);
         let limiter = if sc.extra_limits.is_empty() {
-            ReferenceLimiter::One(RateLimiter::with_clock(
-                SlidingWindowLog::new(sc.rule),
-                clock.clone(),
-            ))
+            ReferenceLimiter::One(DenseLimiter::new(SlidingWindowLog::new(sc.rule)))
         } else {
             let logs = std::iter::once(sc.rule)
                 .chain(sc.extra_limits.iter().copied())
                 .map(SlidingWindowLog::new);
             let all = Composite::new(logs.collect()).expect("a scenario has at least one rule");
-            ReferenceLimiter::All(RateLimiter::with_clock(all, clock.clone()))
+            ReferenceLimiter::All(DenseLimiter::new(all))
         };
         Reference {
             limiter,
-            clock,
             sweeps: Sweeps::new(sc),
         }
     }
@@ -160,11 +155,9 @@ impl Reference {
             while let Some(at) = self.sweeps.next_due(a.time) {
                 // Idle keys are forgotten, as the algorithms' own limiters do, to keep
                 // memory bounded; that never changes a decision.
-                self.clock.set(at);
-                self.limiter.evict_idle();
+                self.limiter.evict_idle(at);
             }
-            self.clock.set(a.time);
-            out.push(self.limiter.allows(a.key, a.cost));
+            out.push(self.limiter.allows(a.key, a.cost, a.time));
         }
     }
 }

@@ -2,7 +2,7 @@
 //! engine asks of them: decide an attempt, find when a denied one would pass, count and
 //! measure the keys, forget the idle ones.
 //!
-//! [`Local`] is the library's own `RateLimiter` on the run's fake clock, in this
+//! [`Local`] is the library's own `DenseLimiter` at the run's fake instants, in this
 //! process. `Remote` (feature `redis`) is a `RedisLimiter` deciding at the fake clock's
 //! instants, with every state in Redis: the same stream gives the same decisions, which
 //! is how the simulator proves the Redis scripts right. Neither decides anything itself:
@@ -13,9 +13,10 @@ use std::convert::Infallible;
 use super::attempt::{Answer, Event};
 use super::probe::earliest_pass;
 use crate::algorithm::Algorithm;
-use crate::limiter::{InsufficientCapacity, RateLimiter};
+use crate::dense::DenseLimiter;
+use crate::limiter::InsufficientCapacity;
 use crate::sim::SimError;
-use crate::time::{FakeClock, Nanos};
+use crate::time::Nanos;
 
 /// One algorithm's keys and their states, as a run sees them.
 pub(super) trait KeyStates {
@@ -36,6 +37,9 @@ pub(super) trait KeyStates {
         hint: Nanos,
     ) -> Result<Option<Nanos>, Self::Error>;
 
+    /// A hint that `key` will be asked about soon (see [`DenseLimiter::prefetch`]).
+    fn prefetch(&self, _key: u32) {}
+
     /// How many keys hold a state.
     fn len(&self) -> usize;
 
@@ -55,30 +59,31 @@ pub(super) trait KeyStates {
     fn key_bytes(&self, key: u32) -> Option<u64>;
 }
 
-/// The states in this process: the library's own `RateLimiter` on a fake clock.
+/// The states in this process: the library's own [`DenseLimiter`], the clients' states
+/// in a `Vec` indexed by their number, decided at the run's instants.
 pub(super) struct Local<A: Algorithm> {
-    pub(super) clock: FakeClock,
-    pub(super) limiter: RateLimiter<A, u32, FakeClock>,
+    /// The instant the states are asked at (the run's fake clock).
+    pub(super) now: Nanos,
+    pub(super) limiter: DenseLimiter<A>,
     /// Measures the heap a state owns, for algorithms whose states grow.
     heap_bytes: Option<fn(&A::State) -> usize>,
 }
 
 impl<A: Algorithm> Local<A> {
     pub(super) fn new(algorithm: A, heap_bytes: Option<fn(&A::State) -> usize>) -> Self {
-        let clock = FakeClock::new(Nanos::ZERO);
         Local {
-            limiter: RateLimiter::with_clock(algorithm, clock.clone()),
-            clock,
+            now: Nanos::ZERO,
+            limiter: DenseLimiter::new(algorithm),
             heap_bytes,
         }
     }
 
-    /// Asks the limiter about `event` at its clock's current instant. A cost above the
-    /// capacity is refused before the key is looked up (so it creates no key), and its
-    /// `remaining` is then read without consuming.
+    /// Asks the limiter about `event` at `self.now`. A cost above the capacity is
+    /// refused before the key is looked up (so it creates no key), and its `remaining`
+    /// is then read without consuming.
     #[inline]
     fn answer(&mut self, event: &Event) -> Answer {
-        match self.limiter.try_acquire_n_mut(&event.key, event.cost) {
+        match self.limiter.try_acquire_n(event.key, event.cost, self.now) {
             Ok(d) => Answer {
                 allowed: d.allowed,
                 remaining: d.remaining,
@@ -86,7 +91,7 @@ impl<A: Algorithm> Local<A> {
             },
             Err(InsufficientCapacity { .. }) => Answer {
                 allowed: false,
-                remaining: self.limiter.peek(&event.key).remaining,
+                remaining: self.limiter.peek(event.key, self.now).remaining,
                 retry_after: None,
             },
         }
@@ -98,7 +103,7 @@ impl<A: Algorithm> KeyStates for Local<A> {
 
     #[inline]
     fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Infallible> {
-        self.clock.set(at);
+        self.now = at;
         Ok(self.answer(event))
     }
 
@@ -110,9 +115,14 @@ impl<A: Algorithm> KeyStates for Local<A> {
         now: Nanos,
         hint: Nanos,
     ) -> Result<Option<Nanos>, Infallible> {
-        Ok(self.limiter.with_state_mut(&key, |algo, state, _| {
+        Ok(self.limiter.with_state(key, now, |algo, state| {
             earliest_pass(algo, state, now, hint, cost)
         }))
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u32) {
+        self.limiter.prefetch(key);
     }
 
     fn len(&self) -> usize {
@@ -120,8 +130,8 @@ impl<A: Algorithm> KeyStates for Local<A> {
     }
 
     fn evict_idle(&mut self, at: Nanos) -> Result<(), Infallible> {
-        self.clock.set(at);
-        self.limiter.evict_idle();
+        self.now = at;
+        self.limiter.evict_idle(at);
         Ok(())
     }
 
@@ -135,7 +145,7 @@ impl<A: Algorithm> KeyStates for Local<A> {
 
     fn key_bytes(&self, key: u32) -> Option<u64> {
         let heap_bytes = self.heap_bytes?;
-        let heap = self.limiter.inspect(&key, heap_bytes)?;
+        let heap = heap_bytes(self.limiter.state(key)?);
         Some((std::mem::size_of::<A::State>() + heap) as u64)
     }
 }

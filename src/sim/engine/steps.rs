@@ -76,6 +76,9 @@ pub(super) trait Steps {
         log_allowed: Option<bool>,
         keys: &KeyTable,
     ) -> Result<bool, SimError>;
+    /// A hint that `key` will be decided soon: its state may start loading into the
+    /// cache. Changes nothing.
+    fn prefetch(&self, _key: u32) {}
     /// The run's state.
     fn state(&mut self) -> &mut RunState;
     /// The run's state, to read.
@@ -107,6 +110,9 @@ impl<S: Steps> Drive for S {
             return;
         }
         for (i, &(seq, a)) in chunk.iter().enumerate() {
+            if let Some((_, ahead)) = chunk.get(i + PREFETCH_AHEAD) {
+                self.prefetch(ahead.key);
+            }
             // A log shorter than the chunk only follows a failed reference run, which
             // fails the whole run anyway.
             let log = log_allowed.and_then(|l| l.get(i).copied());
@@ -138,6 +144,10 @@ impl<S: Steps> Drive for S {
         (*self).outcome(keys)
     }
 }
+
+/// How many arrivals ahead a chunk's states are asked to be loaded into the cache: far
+/// enough for a load from memory to arrive before the arrival is decided.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Decides a new arrival, after the retries due at or before it: those were
 /// scheduled earlier, so at the same instant they go first.

@@ -40,19 +40,25 @@ enum Picking {
 #[derive(Debug)]
 struct CumulativeTable {
     cumulative: Vec<f64>,
-    /// `guide[b]` = how many weights are ≤ `b · total / GUIDE`, for `b` in `0..=GUIDE`.
+    /// `guide[b]` = how many weights are ≤ `b · total / buckets`, for `b` in
+    /// `0..=buckets`.
     guide: Vec<usize>,
+    /// The guide's buckets: about one per client, up to [`Self::MAX_BUCKETS`], so a
+    /// search looks at a few neighbouring entries.
+    buckets: usize,
 }
 
 impl CumulativeTable {
-    const GUIDE: usize = 4096;
+    /// The most guide buckets (512 KB of guide).
+    const MAX_BUCKETS: usize = 1 << 16;
 
     fn new(cumulative: Vec<f64>) -> CumulativeTable {
         let mut table = CumulativeTable {
+            buckets: cumulative.len().next_power_of_two().min(Self::MAX_BUCKETS),
             cumulative,
             guide: Vec::new(),
         };
-        table.guide = (0..=Self::GUIDE)
+        table.guide = (0..=table.buckets)
             .map(|b| table.search(table.bound(b)))
             .collect();
         table
@@ -64,7 +70,7 @@ impl CumulativeTable {
 
     /// The `b`-th guide point.
     fn bound(&self, b: usize) -> f64 {
-        self.total() * b as f64 / Self::GUIDE as f64
+        self.total() * b as f64 / self.buckets as f64
     }
 
     /// How many weights are ≤ `u`, by binary search of the whole table.
@@ -76,8 +82,8 @@ impl CumulativeTable {
     /// search to `[guide[b], guide[b + 1]]`, checked rather than trusted: if rounding
     /// put `u` outside the bracket, the whole table is searched.
     fn rank(&self, u: f64) -> usize {
-        let b = ((u / self.total()) * Self::GUIDE as f64) as usize;
-        let b = b.min(Self::GUIDE - 1);
+        let b = ((u / self.total()) * self.buckets as f64) as usize;
+        let b = b.min(self.buckets - 1);
         let (lo, hi) = (self.guide[b], self.guide[b + 1]);
         let at_least_lo = lo == 0 || self.cumulative[lo - 1] <= u;
         let at_most_hi = hi == self.cumulative.len() || self.cumulative[hi] > u;

@@ -3,7 +3,7 @@
 //! (`shared`), by a read and a later write to that store (`shared_racy`), or on the
 //! node with periodic exchanges (`synced`, in [`super::synced`]).
 //!
-//! Every decision is the library's own `Algorithm` on the library's `RateLimiter`;
+//! Every decision is the library's own `Algorithm` on the library's `DenseLimiter`;
 //! this module only chooses which state, at which instant, and when writes land.
 
 use std::collections::VecDeque;
@@ -155,7 +155,8 @@ impl<A: Algorithm> Racy<A> {
             .store
             .own
             .limiter
-            .snapshot(&event.key)
+            .state(event.key)
+            .cloned()
             .unwrap_or_else(|| algorithm.new_state(stamp));
         let allowed = algorithm.try_acquire(&mut state, stamp, event.cost);
         let answer = decision(algorithm, &state, stamp, event.cost, allowed);
@@ -177,10 +178,7 @@ impl<A: Algorithm> Racy<A> {
     fn land(&mut self, now: Nanos) {
         while self.writes.front().is_some_and(|w| w.at <= now) {
             let w = self.writes.pop_front().expect("just seen");
-            self.store
-                .own
-                .limiter
-                .with_state_mut(&w.key, |_, state, _| *state = w.state);
+            self.store.own.limiter.set_state(w.key, w.state);
         }
     }
 }

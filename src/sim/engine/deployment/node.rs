@@ -10,7 +10,7 @@ use super::super::probe::{Probes, judge};
 use super::super::states::{KeyStates, Local};
 use crate::algorithm::Algorithm;
 use crate::sim::{Metrics, Scenario};
-use crate::time::{Clock, Nanos};
+use crate::time::Nanos;
 
 /// A limiter on its own fake clock, with its janitor.
 pub(super) struct Limiter<A: Algorithm> {
@@ -54,7 +54,7 @@ impl<A: Algorithm> Limiter<A> {
         let Ok(()) = self
             .janitor
             .catch_up_read(&mut self.own, now, |t| t - behind);
-        self.own.clock.set(at);
+        self.own.now = at;
         self.janitor.touch(key);
     }
 
@@ -62,7 +62,7 @@ impl<A: Algorithm> Limiter<A> {
     /// judges a denial's advice into `m` when this limiter has probes.
     #[inline]
     pub(super) fn decide(&mut self, event: &Event, m: &mut Metrics) -> Answer {
-        let now = self.own.clock.now();
+        let now = self.own.now;
         let Ok(answer) = self.own.ask(event, now);
         if let Some(probes) = self.probes.as_mut() {
             match answer.retry_after {

@@ -124,26 +124,23 @@ impl<A: Algorithm> Synced<A> {
             // Sweeps by the admission's true time: every later replay carries a stamp
             // at least that time minus the skew, so no sweep forgets what it counts.
             self.agreed.advance(a.t, a.stamp, a.key);
-            let _ = self.agreed.own.limiter.try_acquire_n_mut(&a.key, a.cost);
+            let own = &mut self.agreed.own;
+            let _ = own.limiter.try_acquire_n(a.key, a.cost, own.now);
         }
         self.log.drain(..covered);
         for &key in &self.keys {
-            let agreed = self.agreed.own.limiter.snapshot(&key);
+            let agreed = self.agreed.own.limiter.state(key).cloned();
             for node in &mut self.nodes {
                 match &agreed {
-                    Some(state) => node
-                        .own
-                        .limiter
-                        .with_state_mut(&key, |_, s, _| *s = state.clone()),
-                    None => node.own.limiter.reset(&key),
+                    Some(state) => node.own.limiter.set_state(key, state.clone()),
+                    None => node.own.limiter.reset(key),
                 }
             }
         }
         // Each node's own admissions the exchange did not cover, on top, in order.
         for a in &self.log {
             let node = &mut self.nodes[a.node as usize];
-            node.own.clock.set(a.stamp);
-            let _ = node.own.limiter.try_acquire_n_mut(&a.key, a.cost);
+            let _ = node.own.limiter.try_acquire_n(a.key, a.cost, a.stamp);
         }
         for &key in &self.keys {
             self.seen[key as usize] = false;
