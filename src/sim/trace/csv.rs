@@ -35,7 +35,6 @@ impl CsvTrace {
         let reader = ::csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
-            .trim(::csv::Trim::All)
             .comment(Some(b'#'))
             .from_reader(input);
         let positional = options.key.is_none()
@@ -56,10 +55,16 @@ impl CsvTrace {
     /// request.
     fn is_header(&self) -> bool {
         if self.positional {
-            self.record.get(0) == Some("time_s")
+            self.record.get(0).map(str::trim) == Some("time_s")
         } else {
-            self.record.iter().any(|f| f == self.time_field)
+            self.fields().any(|f| f == self.time_field)
         }
+    }
+
+    /// The row's fields, trimmed. (Trimmed here, when read, rather than by the CSV
+    /// reader, which would copy every row into a new record to trim it.)
+    fn fields(&self) -> impl Iterator<Item = &str> {
+        self.record.iter().map(str::trim)
     }
 }
 
@@ -84,11 +89,11 @@ impl Format for CsvTrace {
             let first = std::mem::replace(&mut self.first, false);
             if first && self.is_header() {
                 if !self.positional {
-                    self.names = self.record.iter().map(str::to_string).collect();
+                    self.names = self.fields().map(str::to_string).collect();
                 }
                 continue;
             }
-            if self.record.iter().all(str::is_empty) {
+            if self.fields().all(str::is_empty) {
                 continue; // a blank line
             }
             let n = self.record.len();
@@ -111,6 +116,8 @@ impl Format for CsvTrace {
 
     fn field(&self, name: &str) -> Result<Option<Cow<'_, str>>, String> {
         let column = self.names.iter().position(|n| n == name);
-        Ok(column.and_then(|i| self.record.get(i)).map(Cow::Borrowed))
+        Ok(column
+            .and_then(|i| self.record.get(i))
+            .map(|f| Cow::Borrowed(f.trim())))
     }
 }

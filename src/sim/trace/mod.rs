@@ -318,17 +318,17 @@ pub fn parse_whole(text: &str) -> Result<u64, String> {
 /// assert!(parse_whole_from("0", 1).unwrap_err().contains("too small; expected a whole number from 1"));
 /// ```
 pub fn parse_whole_from(text: &str, min: u64) -> Result<u64, String> {
-    let expected = format!("expected a whole number from {min} to {}", u64::MAX);
+    let expected = || format!("expected a whole number from {min} to {}", u64::MAX);
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     match text.parse::<u64>() {
-        Ok(n) if n < min => Err(format!("`{text}` is too small; {expected}")),
+        Ok(n) if n < min => Err(format!("`{text}` is too small; {}", expected())),
         Ok(n) => Ok(n),
         Err(_) if digits(text.trim_start_matches('+')) => {
             Err(format!("`{text}` is too large (at most {})", u64::MAX))
         }
         Err(_) if text.strip_prefix('-').is_some_and(digits) => {
-            Err(format!("`{text}` is negative; {expected}"))
+            Err(format!("`{text}` is negative; {}", expected()))
         }
-        Err(_) => Err(format!("`{text}` is not a whole number; {expected}")),
+        Err(_) => Err(format!("`{text}` is not a whole number; {}", expected())),
     }
 }

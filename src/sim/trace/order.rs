@@ -42,10 +42,12 @@ impl Ord for Held {
     }
 }
 
-/// The latest time seen, as written, for the message about a line too far before it.
+/// The latest time seen, for the message about a line too far before it.
 struct Latest {
     stamp: Stamp,
-    shown: String,
+    /// The time as written, for absolute times (relative ones are shown from `stamp`).
+    /// One buffer, rewritten in place: no allocation per line.
+    written: String,
 }
 
 /// Sorts requests that are at most `reorder` out of order, and spreads seconds.
@@ -85,16 +87,15 @@ impl Sorter {
             return Err(self.too_early(&request, latest, time_field));
         }
         if self.latest.as_ref().is_none_or(|l| request.stamp > l.stamp) {
-            let shown = if self.absolute {
-                request.time_text.clone()
-            } else {
-                Nanos::saturating_from_u128(u128::try_from(request.stamp).unwrap_or(0))
-                    .to_decimal_secs()
-            };
-            self.latest = Some(Latest {
+            let latest = self.latest.get_or_insert_with(|| Latest {
                 stamp: request.stamp,
-                shown,
+                written: String::new(),
             });
+            latest.stamp = request.stamp;
+            if self.absolute {
+                latest.written.clear();
+                latest.written.push_str(&request.time_text);
+            }
         }
         self.seq += 1;
         self.held.push(Reverse(Held {
@@ -118,11 +119,15 @@ impl Sorter {
 
     fn too_early(&self, request: &Request, latest: &Latest, time_field: &str) -> String {
         let text = &request.time_text;
+        let shown = if self.absolute {
+            latest.written.clone()
+        } else {
+            Nanos::saturating_from_u128(u128::try_from(latest.stamp).unwrap_or(0)).to_decimal_secs()
+        };
         if self.reorder == 0 {
             return format!(
-                "{time_field} {text} is earlier than the previous row's {}; expected rows \
-                 sorted by time (or a `reorder` buffer)",
-                latest.shown
+                "{time_field} {text} is earlier than the previous row's {shown}; expected rows \
+                 sorted by time (or a `reorder` buffer)"
             );
         }
         let gap = Nanos::saturating_from_u128(
@@ -130,9 +135,8 @@ impl Sorter {
         );
         let reorder = Nanos::saturating_from_u128(u128::try_from(self.reorder).unwrap_or(0));
         format!(
-            "{time_field} {text} is {gap} earlier than a previous line's {}, more out of \
-             order than `reorder` ({reorder}) allows",
-            latest.shown
+            "{time_field} {text} is {gap} earlier than a previous line's {shown}, more out of \
+             order than `reorder` ({reorder}) allows"
         )
     }
 
