@@ -15,8 +15,13 @@ use crate::rule::Decision;
 use crate::time::Nanos;
 
 /// An algorithm's states for clients numbered by `u32`, decided at instants the caller
-/// gives. Memory grows with the largest client number seen (one slot each, the size of
-/// `Option<A::State>`), plus eight bytes per client number for the bookkeeping of which clients hold one.
+/// gives.
+///
+/// Memory follows the largest client number seen, not the number of clients: one slot
+/// of `size_of::<Option<A::State>>()` plus 4 bytes per number up to it, plus 4 bytes per
+/// client holding a state; slots are not given back when clients are evicted. Number
+/// clients densely from 0 (a number near `u32::MAX` asks for billions of slots, and
+/// aborts like any allocation that cannot be met).
 ///
 /// ```
 /// use ratesim::{DenseLimiter, Nanos, Rule, TokenBucket};
@@ -65,7 +70,7 @@ impl<A: Algorithm> DenseLimiter<A> {
         if cost > capacity {
             return Err(InsufficientCapacity { cost, capacity });
         }
-        Ok(self.with_state(id, now, |algo, state| acquire(algo, state, now, cost)))
+        Ok(self.with_state(id, now, |algo, state, now| acquire(algo, state, now, cost)))
     }
 
     /// The decision a request of cost 1 would get at `now`, without consuming; a client
@@ -77,20 +82,19 @@ impl<A: Algorithm> DenseLimiter<A> {
         }
     }
 
-    /// Runs `f` on client `id`'s state, created fresh at `now` if it holds none.
+    /// Runs `f(algorithm, state, now)` on client `id`'s state, created fresh at `now` if
+    /// it holds none (as [`RateLimiter::with_state`](crate::RateLimiter::with_state),
+    /// with the instant given rather than read).
     #[inline]
     pub fn with_state<R>(
         &mut self,
         id: u32,
         now: Nanos,
-        f: impl FnOnce(&A, &mut A::State) -> R,
+        f: impl FnOnce(&A, &mut A::State, Nanos) -> R,
     ) -> R {
         let algorithm = &self.algorithm;
-        let state = self
-            .states
-            .slot(id)
-            .get_or_insert_with(|| algorithm.new_state(now));
-        f(algorithm, state)
+        let state = self.states.get_or_insert(id, || algorithm.new_state(now));
+        f(algorithm, state, now)
     }
 
     /// Starts loading client `id`'s slot into the cache, for a caller that knows it
@@ -110,7 +114,13 @@ impl<A: Algorithm> DenseLimiter<A> {
 
     /// Gives client `id` the state `state` (replacing any it held).
     pub fn set_state(&mut self, id: u32, state: A::State) {
-        *self.states.slot(id) = Some(state);
+        let mut state = Some(state);
+        let held = self
+            .states
+            .get_or_insert(id, || state.take().expect("taken once"));
+        if let Some(state) = state {
+            *held = state; // the client held one: replace it
+        }
     }
 
     /// Forgets client `id`: its next request starts from a fresh state.
@@ -159,20 +169,22 @@ impl<S> Default for Slots<S> {
 }
 
 impl<S> Slots<S> {
-    /// Client `id`'s slot, for the caller to fill: a client holding no state yet is
-    /// listed as held now.
+    /// Client `id`'s state, filled with `fresh()` (and the client listed as held) if
+    /// it holds none.
     #[inline]
-    fn slot(&mut self, id: u32) -> &mut Option<S> {
+    fn get_or_insert(&mut self, id: u32, fresh: impl FnOnce() -> S) -> &mut S {
         let i = id as usize;
         if i >= self.slots.len() {
             self.slots.resize_with(i + 1, || None);
             self.place.resize(i + 1, 0);
         }
         if self.slots[i].is_none() {
+            // Made before the client is listed: if making it panics, nothing changed.
+            self.slots[i] = Some(fresh());
             self.place[i] = self.held.len() as u32;
             self.held.push(id);
         }
-        &mut self.slots[i]
+        self.slots[i].as_mut().expect("filled above")
     }
 
     /// Empties client `id`'s slot.

@@ -54,6 +54,7 @@
 //! `features = ["toml-rules"]` for hot reload.
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod algorithm;

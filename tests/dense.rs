@@ -5,8 +5,8 @@
 
 use proptest::prelude::*;
 use ratesim::{
-    Algorithm, BoxedAlgorithm, Clock, Decision, DenseLimiter, FakeClock, Nanos, RateLimiter,
-    Registry, Rule,
+    Algorithm, Clock, Composite, Decision, DenseLimiter, FakeClock, Gcra, LeakyBucket, Nanos,
+    RateLimiter, Registry, Rule, SlidingWindowLog, TokenBucket,
 };
 
 /// One thing done to both stores.
@@ -50,10 +50,9 @@ fn rules() -> Vec<Rule> {
 }
 
 /// Runs `ops` on both stores of `algorithm`'s states and compares every answer.
-fn both_stores_agree(make: impl Fn() -> BoxedAlgorithm, ops: &[Op]) {
+fn both_stores_agree<A: Algorithm>(make: impl Fn() -> A, ops: &[Op]) {
     let clock = FakeClock::new(Nanos::from_secs(5));
-    let keyed: RateLimiter<BoxedAlgorithm, u32, FakeClock> =
-        RateLimiter::with_clock(make(), clock.clone());
+    let keyed: RateLimiter<A, u32, FakeClock> = RateLimiter::with_clock(make(), clock.clone());
     let mut dense = DenseLimiter::new(make());
     for (i, op) in ops.iter().enumerate() {
         let now = clock.now();
@@ -71,6 +70,15 @@ fn both_stores_agree(make: impl Fn() -> BoxedAlgorithm, ops: &[Op]) {
                 assert_eq!(got, expected, "op {i}: {op:?}");
                 let peeked: Decision = keyed.peek(&id);
                 assert_eq!(dense.peek(id, t), peeked, "op {i}: peek {id}");
+                // The building block for other decisions sees the same state and instant.
+                let probe = |algo: &A, state: &mut A::State, now: Nanos| {
+                    (algo.would_pass(state, now, 1), algo.reset_after(state, now))
+                };
+                assert_eq!(
+                    dense.with_state(id, t, probe),
+                    keyed.with_state(&id, probe),
+                    "op {i}: with_state {id}"
+                );
             }
             Op::Sweep => {
                 assert_eq!(dense.evict_idle(now), keyed.evict_idle(), "op {i}: evicted");
@@ -115,6 +123,17 @@ proptest! {
         for name in registry.names() {
             both_stores_agree(|| registry.create(name, rule).unwrap(), &ops);
         }
+        // The concrete types too: the keyed limiter stores the buckets' and GCRA's
+        // states packed (the boxed ones it does not), and the simulator's reference for
+        // several limits is a composite of logs.
+        both_stores_agree(|| TokenBucket::new(rule), &ops);
+        both_stores_agree(|| LeakyBucket::new(rule), &ops);
+        both_stores_agree(|| Gcra::new(rule), &ops);
+        let logs = || {
+            let parts = rules().into_iter().map(SlidingWindowLog::new).collect();
+            Composite::new(parts).unwrap()
+        };
+        both_stores_agree(logs, &ops);
     }
 }
 

@@ -202,10 +202,6 @@ struct Admission {
     key: u32,
 }
 
-/// How many expiries ahead the tracker asks for a key's count to be loaded into the
-/// cache (see [`WindowTracker::prefetch`]).
-const PREFETCH_AHEAD: usize = 8;
-
 /// Exact `max_in_window` and `excess` over every key.
 ///
 /// The count in `(t − W, t]` only rises at an admission, so its maximum over all real
@@ -322,7 +318,7 @@ impl WindowTracker {
                 break;
             }
             self.live.pop_front();
-            if let Some(ahead) = self.live.get(PREFETCH_AHEAD) {
+            if let Some(ahead) = self.live.get(crate::prefetch::AHEAD) {
                 self.prefetch(ahead.key);
             }
             let count = &mut self.counts[key as usize];

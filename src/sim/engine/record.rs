@@ -10,9 +10,6 @@ use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, 
 use crate::sim::{SimError, Timeline};
 use crate::time::Nanos;
 
-/// How many admissions ahead a key's window count is asked to be loaded into the cache.
-const PREFETCH_AHEAD: usize = 8;
-
 /// The counters, window counts and timeline of one algorithm's run.
 pub(super) struct Recording {
     /// The counters; the other metrics are filled in when the run ends.
@@ -123,7 +120,7 @@ impl Recording {
     pub(super) fn track_admitted(&mut self) {
         let keep = self.keep_series;
         for (i, &(key, at, cost)) in self.admitted.iter().enumerate() {
-            if let Some(&(ahead, _, _)) = self.admitted.get(i + PREFETCH_AHEAD) {
+            if let Some(&(ahead, _, _)) = self.admitted.get(i + crate::prefetch::AHEAD) {
                 self.tracker.prefetch(ahead);
             }
             let series = &mut self.series;

@@ -115,7 +115,7 @@ impl<A: Algorithm> KeyStates for Local<A> {
         now: Nanos,
         hint: Nanos,
     ) -> Result<Option<Nanos>, Infallible> {
-        Ok(self.limiter.with_state(key, now, |algo, state| {
+        Ok(self.limiter.with_state(key, now, |algo, state, now| {
             earliest_pass(algo, state, now, hint, cost)
         }))
     }

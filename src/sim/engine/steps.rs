@@ -110,7 +110,7 @@ impl<S: Steps> Drive for S {
             return;
         }
         for (i, &(seq, a)) in chunk.iter().enumerate() {
-            if let Some((_, ahead)) = chunk.get(i + PREFETCH_AHEAD) {
+            if let Some((_, ahead)) = chunk.get(i + crate::prefetch::AHEAD) {
                 self.prefetch(ahead.key);
             }
             // A log shorter than the chunk only follows a failed reference run, which
@@ -144,10 +144,6 @@ impl<S: Steps> Drive for S {
         (*self).outcome(keys)
     }
 }
-
-/// How many arrivals ahead a chunk's states are asked to be loaded into the cache: far
-/// enough for a load from memory to arrive before the arrival is decided.
-const PREFETCH_AHEAD: usize = 8;
 
 /// Decides a new arrival, after the retries due at or before it: those were
 /// scheduled earlier, so at the same instant they go first.
