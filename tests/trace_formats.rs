@@ -226,6 +226,25 @@ fn the_classic_csv_reads_exactly_as_before() {
     );
 }
 
+#[test]
+fn csv_fields_and_headers_are_read_trimmed_and_blank_rows_skipped() {
+    // Positional: a padded header is still the header, padded fields are trimmed, and a
+    // row of spaces is blank.
+    let text = "  time_s , key , cost \n 0 ,\talice\t, 2 \n   ,  \n0.5, bob \n";
+    assert_eq!(
+        rows(text, &TraceOptions::default()).unwrap(),
+        [row(0, "alice", Some(2)), row(S / 2, "bob", None)]
+    );
+    // Named: the header's names are trimmed before they are matched.
+    let o = TraceOptions {
+        key: Some(KeyTemplate::parse("user").unwrap()),
+        time_field: Some("ts".into()),
+        ..TraceOptions::default()
+    };
+    let text = " user , ts \n ann , 1 \n";
+    assert_eq!(rows(text, &o).unwrap(), [row(S, "ann", None)]);
+}
+
 /// A scenario `s.toml` whose one trace source has `fields`.
 fn scenario_with(fields: &str) -> Result<Scenario, ratesim::sim::ScenarioError> {
     let text = format!(
@@ -413,4 +432,36 @@ fn the_same_requests_as_combined_jsonl_and_csv_give_byte_identical_decisions() {
     );
     assert!(combined == jsonl, "combined and jsonl differ");
     assert!(combined == csv, "combined and csv differ");
+}
+
+#[test]
+fn a_bad_line_mid_trace_fails_the_run_on_one_thread_or_several() {
+    // With several worker threads the stream is generated once and sent to all of
+    // them; the error must still end the run, as it does on one thread.
+    let dir = tempfile::tempdir().unwrap();
+    let mut trace = String::from("time_s,key\n");
+    for i in 0..5_000 {
+        trace.push_str(&format!("{i}.5,k{}\n", i % 7));
+    }
+    trace.push_str("1.0,late\n"); // out of order, far past the first chunk
+    fs::write(dir.path().join("t.csv"), trace).unwrap();
+    let text = "name = \"t\"\nduration = \"6000s\"\nalgorithms = [\"all\"]\n\
+                [limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
+    let scenario = Scenario::parse(text, &dir.path().join("s.toml")).unwrap();
+    for threads in [1, 2, 4] {
+        let options = ratesim::sim::RunOptions {
+            threads,
+            ..ratesim::sim::RunOptions::default()
+        };
+        let mut sinks = |_: &str| -> std::io::Result<Box<dyn ratesim::sim::DecisionSink>> {
+            Ok(Box::new(ratesim::sim::NoopSink))
+        };
+        let err = ratesim::sim::run(&scenario, &options, &mut sinks).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("t.csv:5002:1: time_s 1.0 is earlier"),
+            "{threads} threads: {err}"
+        );
+    }
 }

@@ -7,6 +7,7 @@
 
 use super::dispatch::driver;
 use super::driver::{Drive, Job};
+use super::fanout::{Received, Stopped};
 use super::progress::Progress;
 use super::record::Outcome;
 use super::reference::{ReferenceFeed, Share};
@@ -31,16 +32,28 @@ pub(super) struct Assigned<'a> {
 /// One algorithm's result, with its index in the scenario.
 pub(super) type Finished = (usize, Result<AlgorithmReport, SimError>);
 
+/// Where a group's first pass gets the arrival stream.
+pub(super) enum Source {
+    /// Generates it itself (the only group of a run).
+    Generate,
+    /// Receives it from the run's producer (one of several groups, see `fanout`).
+    Receive(Received),
+}
+
 /// Runs a group of algorithms in lockstep on one thread. If the key whose window count
 /// was drawn is not an algorithm's worst key, a second, silent pass draws the worst key
 /// instead (the series cannot be known to be needed until the run is over, and keeping
 /// it for every key would not fit in bounded memory).
+///
+/// If the producer of a received stream stops early, the group stops too and returns
+/// no results: the producer's error is the run's.
 pub(super) fn run_group<'a>(
     scenario: &'a Scenario,
     group: Vec<Assigned<'a>>,
     progress: &'a Progress<'a>,
     share: Share,
     store: &'a StateStore,
+    source: Source,
 ) -> Vec<Finished> {
     let mut results = Vec::new();
     let mut drivers = Vec::new();
@@ -58,7 +71,9 @@ pub(super) fn run_group<'a>(
         drivers.push(driver(job));
         owners.push((a.index, a.entry));
     }
-    let first = run_pass(scenario, drivers, share);
+    let Ok(first) = run_pass(scenario, drivers, share, source) else {
+        return Vec::new();
+    };
     let mut again = Vec::new();
     let mut again_slots = Vec::new();
     for ((index, entry), outcome) in owners.into_iter().zip(first) {
@@ -71,7 +86,8 @@ pub(super) fn run_group<'a>(
         });
         results.push((index, outcome));
     }
-    let second = run_pass(scenario, again, Share::Alone);
+    // A stream the group generates itself never stops early: errors are in the results.
+    let second = run_pass(scenario, again, Share::Alone, Source::Generate).unwrap_or_default();
     for (slot, outcome) in again_slots.into_iter().zip(second) {
         let result = &mut results[slot].1;
         match (outcome, result.as_mut()) {
@@ -123,42 +139,57 @@ fn second_pass<'a>(
     Some(driver(job))
 }
 
-/// Generates the stream once and feeds it, chunk by chunk, to every driver.
+/// Feeds the stream from `source`, chunk by chunk, to every driver, and finishes them.
 fn run_pass<'a>(
     scenario: &'a Scenario,
     mut drivers: Vec<Box<dyn Drive + 'a>>,
     share: Share,
-) -> Vec<Result<Outcome, SimError>> {
+    source: Source,
+) -> Result<Vec<Result<Outcome, SimError>>, Stopped> {
     if drivers.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    match feed_all(scenario, &mut drivers, share) {
-        Ok(stream) => drivers
-            .into_iter()
-            .map(|d| d.finish(stream.keys()))
-            .collect(),
+    let mut reference = ReferenceFeed::new(scenario, &drivers, share, CHUNK);
+    let fed = match source {
+        Source::Generate => generate_all(scenario, &mut reference, &mut drivers),
+        Source::Receive(received) => Ok(receive_all(received, &mut reference, &mut drivers)?),
+    };
+    Ok(match fed {
+        Ok(keys) => drivers.into_iter().map(|d| d.finish(&keys)).collect(),
         Err(e) => drivers
             .iter()
             .map(|_| Err(SimError::Scenario(e.clone())))
             .collect(),
-    }
+    })
 }
 
-fn feed_all(
+/// Generates the stream and feeds it to the drivers; the stream's keys at its end.
+fn generate_all(
     scenario: &Scenario,
+    reference: &mut ReferenceFeed,
     drivers: &mut [Box<dyn Drive + '_>],
-    share: Share,
-) -> Result<ArrivalStream, ScenarioError> {
+) -> Result<KeyTable, ScenarioError> {
     let mut stream = ArrivalStream::new(scenario)?;
-    let mut reference = ReferenceFeed::new(scenario, drivers, share, CHUNK);
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         next_chunk(&mut stream, &mut chunk)?;
         if chunk.is_empty() {
-            return Ok(stream);
+            return Ok(stream.into_keys());
         }
-        feed_chunk(&mut reference, drivers, &chunk, stream.keys());
+        feed_chunk(reference, drivers, &chunk, stream.keys());
     }
+}
+
+/// Feeds the drivers every chunk the producer sends; the stream's keys at its end.
+fn receive_all(
+    mut received: Received,
+    reference: &mut ReferenceFeed,
+    drivers: &mut [Box<dyn Drive + '_>],
+) -> Result<KeyTable, Stopped> {
+    while let Some(chunk) = received.next()? {
+        feed_chunk(reference, drivers, &chunk, received.keys());
+    }
+    Ok(received.into_keys())
 }
 
 /// Feeds one chunk to every driver of a group that shares one rule: the reference

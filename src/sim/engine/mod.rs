@@ -6,11 +6,12 @@
 //! itself (the limiter does) and never writes files (sinks do).
 //!
 //! ## How a run works
-//! - Algorithms are dealt round-robin to the worker threads. A thread generates the
-//!   arrival stream from the seed once, a chunk at a time, and feeds each chunk to
-//!   every algorithm it owns in turn: every algorithm sees the identical stream, the
-//!   stream is never held in memory whole, and a thread's results do not depend on
-//!   which other algorithms share it, so a threaded run equals a sequential one.
+//! - Algorithms are dealt round-robin to the worker threads. The arrival stream is
+//!   generated from the seed once, a chunk at a time (by the only worker, or by the
+//!   calling thread for all of them), and each worker feeds each chunk to every
+//!   algorithm it owns in turn: every algorithm sees the identical stream, the stream
+//!   is never held in memory whole, and a thread's results do not depend on which
+//!   other algorithms share it, so a threaded run equals a sequential one.
 //! - Open clients: the sliding log (the exact reference) decides each chunk once, and
 //!   every other algorithm counts `false_allow` / `false_deny` against it. When the
 //!   log is one of the algorithms run, its own decisions are the reference, and the
@@ -33,7 +34,9 @@
 //!
 //! ## Where each concept lives
 //! - `threads`: dealing algorithms into groups, one worker thread per group, and the
-//!   channels that share the reference between them.
+//!   channels that share the stream and the reference between them.
+//! - `fanout`: one stream generated once and sent, chunk by chunk, to several workers
+//!   (a run's groups, a sweep's workers).
 //! - `group`: one group in lockstep over the chunked stream, and the second pass.
 //! - `reference`: the exact reference and where a group gets its decisions.
 //! - `compare`: one algorithm's decisions counted against the reference's.
@@ -59,6 +62,7 @@ mod compare;
 mod deployment;
 mod dispatch;
 mod driver;
+mod fanout;
 mod group;
 mod janitor;
 mod probe;

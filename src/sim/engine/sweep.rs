@@ -13,31 +13,18 @@
 //! Results are stored by (configuration, algorithm), so neither the thread count nor
 //! the dealing can change them.
 
-use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::sync_channel;
 
 use super::dispatch::driver;
 use super::driver::{Drive, Job};
-use super::group::{CHUNK, feed_chunk, next_chunk};
+use super::fanout::{self, Received};
+use super::group::{CHUNK, feed_chunk};
 use super::progress::Progress;
 use super::reference::{ReferenceFeed, Share};
 use super::{RunOptions, report_of};
 use crate::registry::Entry;
 use crate::rule::Rule;
-use crate::sim::traffic::Arrival;
-use crate::sim::{
-    AlgorithmReport, ArrivalStream, KeyTable, NoopSink, RunReport, Scenario, ScenarioError,
-    SimError, StateStore,
-};
-
-/// One chunk of the stream as every worker receives it.
-#[derive(Clone)]
-struct Batch {
-    arrivals: Arc<[(u64, Arrival)]>,
-    /// Names of the keys first seen in this chunk, in id order: each worker interns
-    /// them into its own table, so its ids are the stream's.
-    new_keys: Arc<[String]>,
-}
+use crate::sim::{AlgorithmReport, NoopSink, RunReport, Scenario, SimError, StateStore};
 
 /// The algorithms (indices into the scenario's list) of one configuration that one
 /// worker runs together, sharing one reference.
@@ -150,11 +137,12 @@ fn run_workers<'a>(
         let mut handles = Vec::new();
         for units in dealt {
             // A few chunks of slack so the producer rarely waits for a worker.
-            let (tx, rx) = sync_channel(16);
+            let (tx, rx) = sync_channel(fanout::SLACK);
             senders.push(tx);
-            handles.push(s.spawn(move || work(configs, entries, units, progress, rx)));
+            let received = Received::new(rx);
+            handles.push(s.spawn(move || work(configs, entries, units, progress, received)));
         }
-        let produced = produce(scenario, senders);
+        let produced = fanout::produce(scenario, senders);
         let finished: Vec<Finished> = handles
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -164,35 +152,6 @@ fn run_workers<'a>(
     })
 }
 
-/// Generates the stream once and sends each chunk to every worker; dropping the
-/// senders at the end (or on an error) tells the workers the stream is over.
-fn produce(scenario: &Scenario, senders: Vec<SyncSender<Batch>>) -> Result<(), ScenarioError> {
-    let mut stream = ArrivalStream::new(scenario)?;
-    let mut chunk = Vec::with_capacity(CHUNK);
-    let mut known = 0;
-    loop {
-        next_chunk(&mut stream, &mut chunk)?;
-        if chunk.is_empty() {
-            return Ok(());
-        }
-        let keys = stream.keys();
-        let new_keys = (known..keys.len())
-            .map(|id| keys.name(id as u32).to_string())
-            .collect();
-        known = keys.len();
-        let batch = Batch {
-            arrivals: Arc::from(chunk.as_slice()),
-            new_keys,
-        };
-        for tx in &senders {
-            // A worker that stopped has panicked; joining it reports that.
-            if tx.send(batch.clone()).is_err() {
-                return Ok(());
-            }
-        }
-    }
-}
-
 /// One worker: builds its units' drivers, feeds them every chunk it receives, and
 /// finishes them when the stream ends.
 fn work<'a>(
@@ -200,9 +159,8 @@ fn work<'a>(
     entries: &'a [&'a Entry],
     units: Vec<Unit>,
     progress: &'a Progress<'a>,
-    rx: Receiver<Batch>,
+    mut received: Received,
 ) -> Vec<Finished> {
-    let mut keys = KeyTable::default();
     let mut running: Vec<(ReferenceFeed, Vec<Box<dyn Drive + 'a>>)> = units
         .iter()
         .map(|unit| {
@@ -226,14 +184,13 @@ fn work<'a>(
             (feed, drivers)
         })
         .collect();
-    for batch in rx {
-        for name in batch.new_keys.iter() {
-            keys.intern(name);
-        }
+    // A stream that stops early is the sweep's error, which the producer reports.
+    while let Ok(Some(arrivals)) = received.next() {
         for (feed, drivers) in &mut running {
-            feed_chunk(feed, drivers, &batch.arrivals, &keys);
+            feed_chunk(feed, drivers, &arrivals, received.keys());
         }
     }
+    let keys = received.into_keys();
     let mut finished = Vec::new();
     for (unit, (_, drivers)) in units.iter().zip(running) {
         for (&a, d) in unit.algorithms.iter().zip(drivers) {

@@ -2,13 +2,15 @@
 //! thread, and the groups' results are put back in the scenario's order.
 //!
 //! Each group is independent and its results are keyed by algorithm index, so the
-//! grouping (and the thread count) cannot affect the report. Threads share only the
-//! progress counter and the reference's decisions, whose channels are laid here;
-//! nothing here decides or measures a request.
+//! grouping (and the thread count) cannot affect the report. With several groups, the
+//! calling thread generates the arrival stream once and sends it to all of them
+//! (`fanout`). Threads share only that stream, the progress counter and the reference's
+//! decisions, whose channels are laid here; nothing here decides or measures a request.
 
 use std::sync::mpsc::sync_channel;
 
-use super::group::{Assigned, Finished, run_group};
+use super::fanout::{self, Received};
+use super::group::{Assigned, Finished, Source, run_group};
 use super::progress::Progress;
 use super::reference::Share;
 use crate::registry::{Builtin, Registry};
@@ -49,20 +51,27 @@ pub(super) fn run_groups<'a>(
         groups
             .into_iter()
             .zip(shared)
-            .map(|(g, share)| run_group(scenario, g, progress, share, store))
+            .map(|(g, share)| run_group(scenario, g, progress, share, store, Source::Generate))
             .collect()
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = groups
-                .into_iter()
-                .zip(shared)
-                .map(|(g, share)| s.spawn(move || run_group(scenario, g, progress, share, store)))
-                .collect();
-            handles
+            let mut senders = Vec::new();
+            let mut handles = Vec::new();
+            for (g, share) in groups.into_iter().zip(shared) {
+                let (tx, rx) = sync_channel(fanout::SLACK);
+                senders.push(tx);
+                let source = Source::Receive(Received::new(rx));
+                handles
+                    .push(s.spawn(move || run_group(scenario, g, progress, share, store, source)));
+            }
+            // This thread generates the stream once for every group.
+            let produced = fanout::produce(scenario, senders);
+            let finished = handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
+                .collect();
+            produced.map(|()| finished)
+        })?
     };
     in_scenario_order(scenario, finished)
 }

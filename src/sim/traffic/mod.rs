@@ -147,6 +147,11 @@ impl ArrivalStream {
         &self.keys
     }
 
+    /// The key table, once the stream is no longer needed.
+    pub fn into_keys(self) -> KeyTable {
+        self.keys
+    }
+
     fn refill(&mut self, index: usize) -> Result<(), ScenarioError> {
         if let Some(arrival) = self.sources[index].next(&mut self.keys)? {
             self.heap.push(Reverse((arrival.time, index)));
