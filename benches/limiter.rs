@@ -10,8 +10,8 @@
 //!   ≤ 101 bytes per key is measured with), asked for by `&CompactString`.
 //! - `real_string_2_threads/10k`: two threads on 10,000 keys; the time is wall time per
 //!   decision over both threads together.
-//! - `fake_u32/…`: the same with integer keys and a fake clock, as the simulator uses it
-//!   (governor on its `FakeRelativeClock`).
+//! - `fake_u32/…`: the same with integer keys and a fake clock, as the simulator used it
+//!   until issue 17 (governor on its `FakeRelativeClock`).
 //!
 //! Run: `cargo bench --bench limiter` (about 4 minutes; filter with e.g.
 //! `cargo bench --bench limiter -- real_string/1_key`). Plots are off: criterion's

@@ -24,12 +24,16 @@
 # side by side as a sanity check: the Python code computes in floating-point seconds,
 # ratesim in integer nanoseconds, so a request right at a boundary may go either way.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 seed="${1:?usage: scripts/seed-side-by-side.sh PATH/TO/rate-limiter-seed.txt [REQUESTS] [CLIENTS]}"
 requests="${2:-1000000}"
 clients="${3:-50}"
 [ -r "$seed" ] || { echo "cannot read $seed" >&2; exit 2; }
+seed="$(realpath "$seed")" # resolved before the cd below
+for n in "$requests" "$clients"; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "REQUESTS and CLIENTS are whole numbers ≥ 1" >&2; exit 2; }
+done
+cd "$(dirname "$0")/.."
 command -v python3 >/dev/null || { echo "python3 is needed to run the Python code" >&2; exit 2; }
 
 work="$(mktemp -d)"

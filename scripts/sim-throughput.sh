@@ -14,11 +14,17 @@
 # seconds of the process (GNU time). Env: ROUNDS (default 3), THREADS (default 2),
 # SCENARIOS (default: every file in benches/scenarios/).
 set -euo pipefail
-cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "needs GNU time (/usr/bin/time)" >&2; exit 2; }
+bins=()
+for bin in "$@"; do
+    [ -x "$bin" ] || { echo "not an executable: $bin" >&2; exit 2; }
+    bins+=("$(realpath "$bin")") # resolved before the cd below
+done
+cd "$(dirname "$0")/.."
 rounds="${ROUNDS:-3}"
 threads="${THREADS:-2}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a whole number ≥ 1" >&2; exit 2; }
 scenarios="${SCENARIOS:-$(ls benches/scenarios/*.toml)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -26,21 +32,24 @@ trap 'rm -rf "$work"' EXIT
 for s in $scenarios; do
     for r in $(seq "$rounds"); do
         b=0
-        for bin in "$@"; do
+        for bin in "${bins[@]}"; do
             b=$((b + 1))
             out="$work/out-$b"
             rm -rf "$out"
             /usr/bin/time -o "$work/time" -f "%U %S %M" "$bin" run "$s" --no-decisions \
                 --no-charts --quiet --threads "$threads" --out "$out" >/dev/null
             read -r user sys rss <"$work/time"
-            decisions="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "attempts") c = i; next }
-                { n += $c } END { print n }' "$out/summary.csv")"
+            decisions="$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "attempts") c = i
+                if (!c) exit 1; next } { n += $c } END { print n }' "$out/summary.csv")" || {
+                echo "no attempts column in $out/summary.csv" >&2
+                exit 1
+            }
             echo "$(basename "$s" .toml) $b $decisions $user $sys $rss" | tee -a "$work/runs" >&2
         done
     done
 done
 
-python3 - "$work/runs" "$@" <<'PY'
+python3 - "$work/runs" "${bins[@]}" <<'PY'
 import statistics, sys
 runs, bins = sys.argv[1], sys.argv[2:]
 rows = {}

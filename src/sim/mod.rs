@@ -3,9 +3,9 @@
 //!
 //! `sim` drives the library's own algorithms through the library's own state store for
 //! numbered clients, [`DenseLimiter`](crate::DenseLimiter), at a fake clock's instants;
-//! it contains no copy of any algorithm. It writes no
-//! files and draws nothing: decisions go to caller-supplied [`DecisionSink`]s and
-//! results come back as a serialisable [`RunReport`].
+//! it contains no copy of any algorithm. It writes no files and draws nothing:
+//! decisions go to caller-supplied [`DecisionSink`]s and results come back as a
+//! serialisable [`RunReport`].
 //!
 //! ```
 //! use std::path::Path;
