@@ -438,3 +438,89 @@ fn clients_denied_and_the_denied_share_count_what_the_decisions_show() {
         }
     }
 }
+
+/// One key under 1 request per 10 s, retry clients with one retry and no jitter, a
+/// run of 25 s; every count worked out by hand:
+/// - 0 s is admitted; 1 s and 2.5 s are denied (waits 9 s and 7.5 s) and both retried
+///   at 10 s, in the order they were denied;
+/// - at 10 s the retry of 1 s is admitted (latency 9 s); the retry of 2.5 s is denied
+///   again: a wasted retry, and with its one retry spent the client gives up;
+/// - 21 s is admitted; 22 s is denied with a wait to 30 s, past the end: unfinished.
+#[test]
+fn a_retry_client_counts_successes_give_ups_unfinished_and_wasted_retries_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "time_s,key\n0,solo\n1,solo\n2.5,solo\n21,solo\n22,solo\n";
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"r\"\nduration = \"25s\"\nalgorithms = [\"fixed_window\"]\n\
+                [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+                [client]\nkind = \"retry\"\nmax_retries = 1\n";
+    let s = parse_at(text, &dir.path().join("r.toml"));
+    let (report, parts) = run_capturing(&s, 1);
+    let attempts: Vec<(u64, u32, u64, bool)> = parts[0]
+        .iter()
+        .map(|r| (r.seq, r.attempt, r.time.as_u64() / 100_000_000, r.allowed))
+        .collect();
+    // (seq, attempt, time in tenths of a second, allowed)
+    assert_eq!(
+        attempts,
+        [
+            (0, 0, 0, true),
+            (1, 0, 10, false),
+            (2, 0, 25, false),
+            (1, 1, 100, true),
+            (2, 1, 100, false),
+            (3, 0, 210, true),
+            (4, 0, 220, false),
+        ]
+    );
+    let m = &report.algorithms[0].metrics;
+    let counts = (m.requests, m.attempts, m.allowed, m.denied);
+    assert_eq!(counts, (5, 7, 3, 4), "{m:?}");
+    let clients = (m.succeeded, m.gave_up, m.unfinished, m.wasted_retries);
+    assert_eq!(clients, (Some(3), Some(1), Some(1), Some(1)), "{m:?}");
+    // Latencies 0, 9 s and 0: the median is 0, the 99th percentile and the maximum 9 s.
+    let latency = (m.latency_p50_ns, m.latency_p99_ns, m.latency_max_ns);
+    let nine = 9_000_000_000;
+    assert_eq!(latency, (Some(0), Some(nine), Some(nine)), "{m:?}");
+    // Every wait is exact; as whole seconds only 7.5 s is not (8 s is half a second late).
+    let honesty = (
+        m.retry_after_exact,
+        m.retry_after_secs_exact,
+        m.retry_after_secs_too_late,
+    );
+    assert_eq!(honesty, (4, 3, 1), "{m:?}");
+}
+
+/// A denied request comes back after the advised wait plus a jitter of at most the
+/// configured 50 ms, and the jitter does vary.
+#[test]
+fn retries_come_back_after_the_advised_wait_plus_at_most_the_jitter() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/retry_clients.toml");
+    let (_, parts) = run_capturing(&load(&path), 1);
+    let jitter = 50_000_000i128;
+    for rows in &parts {
+        let by_attempt: std::collections::HashMap<(u64, u32), &Row> =
+            rows.iter().map(|r| ((r.seq, r.attempt), r)).collect();
+        let mut extras = Vec::new();
+        for r in rows.iter().filter(|r| r.attempt > 0) {
+            let before = by_attempt[&(r.seq, r.attempt - 1)];
+            let advised =
+                i128::from(before.time.as_u64()) + i128::from(before.retry_after.unwrap().as_u64());
+            let extra = i128::from(r.time.as_u64()) - advised;
+            assert!(
+                (0..=jitter).contains(&extra),
+                "{}: {r:?} came {extra} ns after the advice of {before:?}",
+                r.algorithm
+            );
+            extras.push(extra);
+        }
+        extras.sort_unstable();
+        extras.dedup();
+        assert!(
+            extras.len() > 10,
+            "{}: jitters {extras:?}",
+            rows[0].algorithm
+        );
+    }
+}
