@@ -524,3 +524,93 @@ fn retries_come_back_after_the_advised_wait_plus_at_most_the_jitter() {
         );
     }
 }
+
+/// One key under 2 requests per 10 s. The fixed window admits the pair at 10 s (a new
+/// window) where the sliding log, still holding the pair at 9 s, denies it: two false
+/// allows. At 19.5 s the log has room again while the window is full: one false deny.
+/// The counts are the same whether the group runs its own copy of the log, runs the
+/// log as an algorithm, or receives the log's decisions from another thread.
+#[test]
+fn false_allows_and_false_denies_count_each_disagreement_with_the_sliding_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    let rows = [
+        (9 * s, 0, 1),
+        (9 * s, 0, 1),
+        (10 * s, 0, 1),
+        (10 * s, 0, 1),
+        (19 * s + s / 2, 0, 1),
+    ];
+    let mut sc = trace_scenario(dir.path(), &rows, 2, 10 * s, "");
+    for (algorithms, threads) in [
+        (&["fixed_window"][..], 1),
+        (&["fixed_window", "sliding_window_log"][..], 1),
+        (&["sliding_window_log", "fixed_window"][..], 2),
+    ] {
+        sc.set_algorithms(algorithms, ratesim::Registry::builtin())
+            .unwrap();
+        let (report, parts) = run_capturing(&sc, threads);
+        for (a, rows) in report.algorithms.iter().zip(&parts) {
+            let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+            let m = &a.metrics;
+            let counts = (m.false_allow, m.false_deny);
+            if a.name == "fixed_window" {
+                assert_eq!(allowed, [true, true, true, true, false], "{algorithms:?}");
+                assert_eq!(counts, (Some(2), Some(1)), "{algorithms:?}: {m:?}");
+            } else {
+                assert_eq!(allowed, [true, true, false, false, true], "{algorithms:?}");
+                assert_eq!(counts, (Some(0), Some(0)), "{algorithms:?}: {m:?}");
+            }
+        }
+    }
+}
+
+/// Keys `a` and `b` are used at 1 s and idle long before 30 s; `c`, `d` and `e` arrive
+/// after 30 s, `e` three times. The janitor's sweeps (every 10 s here) forget `a` and
+/// `b` before the others come, so at most 3 keys are ever held at once. A state takes
+/// its type's size; a sliding-log state also one `(instant, cost)` entry per logged
+/// instant, 3 at most (`e`'s).
+#[test]
+fn peak_keys_and_state_bytes_count_what_the_janitor_sees_at_its_sweeps() {
+    use ratesim::algorithm::{BucketState, CounterState, GcraState, LogState, WindowState};
+    use std::mem::size_of;
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    let rows = [
+        (s, 0, 1),
+        (s, 1, 1),
+        (31 * s, 2, 1),
+        (31 * s, 3, 1),
+        (31 * s, 4, 1),
+        (31 * s + s / 2, 4, 1),
+        (32 * s, 4, 1),
+    ];
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, k, c) in rows {
+        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(t).to_decimal_secs()));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"p\"\nduration = \"60s\"\n[limit]\nmax_requests = 3\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
+    let sc = parse_at(text, &dir.path().join("p.toml"));
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert_eq!(m.allowed, 7, "{}: {m:?}", a.name);
+        assert_eq!(m.peak_keys, 3, "{}: {m:?}", a.name);
+        let bytes = match a.name.as_str() {
+            "token_bucket" | "leaky_bucket" => size_of::<BucketState>(),
+            "fixed_window" => size_of::<WindowState>(),
+            "sliding_window_counter" => size_of::<CounterState>(),
+            "gcra" => size_of::<GcraState>(),
+            "sliding_window_log" => size_of::<LogState>() + 3 * size_of::<(Nanos, u64)>(),
+            other => panic!("unexpected algorithm {other}"),
+        };
+        assert_eq!(
+            m.state_bytes_per_key,
+            Some(bytes as u64),
+            "{}: {m:?}",
+            a.name
+        );
+    }
+}
