@@ -614,3 +614,92 @@ fn peak_keys_and_state_bytes_count_what_the_janitor_sees_at_its_sweeps() {
         );
     }
 }
+
+/// The summary names the worst key: the first to reach the largest trailing-window
+/// count, unless the key the series follows (the first admitted) reaches it too, in
+/// which case the series' key is named, so the table and the chart agree.
+#[test]
+fn the_worst_key_is_the_first_to_reach_the_maximum_or_the_charted_key_on_a_tie() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    // k0 is admitted first, once; k1 twice: k1 is the worst, and the series redrawn.
+    let one_worse = [(0, 0, 1), (s, 1, 1), (2 * s, 1, 1)];
+    // k1 reaches 2 first, then k0 ties it: the charted k0 is named.
+    let a_tie = [(0, 0, 1), (s, 1, 1), (2 * s, 1, 1), (3 * s, 0, 1)];
+    for (rows, worst) in [(&one_worse[..], "k1"), (&a_tie[..], "k0")] {
+        let sc = trace_scenario(dir.path(), rows, 3, 10 * s, "");
+        let (report, _) = run_capturing(&sc, 1);
+        for a in &report.algorithms {
+            let m = &a.metrics;
+            assert_eq!(m.max_in_window, 2, "{}: {m:?}", a.name);
+            assert_eq!(m.worst_key.as_deref(), Some(worst), "{}: {rows:?}", a.name);
+            assert_eq!(a.window_key.as_deref(), Some(worst), "{}: {rows:?}", a.name);
+        }
+    }
+}
+
+/// The allow rate is admissions over attempts and the denied share first attempts
+/// denied over requests; a run in which nothing arrives has neither.
+#[test]
+fn the_allow_rate_and_denied_share_are_ratios_of_the_counts_and_absent_without_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    // 2 per 10 s: 5 requests at once, 2 admitted; the retry client retries 3 at 10 s
+    // (2 admitted) and gives the last one up at its second denial.
+    let rows = [(0, 0, 1), (0, 0, 1), (0, 0, 1), (0, 0, 1), (0, 0, 1)];
+    let client = "[client]\nkind = \"retry\"\nmax_retries = 1\n";
+    for (client, allow_rate, share) in [("", 2.0 / 5.0, 3.0 / 5.0), (client, 4.0 / 8.0, 3.0 / 5.0)]
+    {
+        let sc = trace_scenario(dir.path(), &rows, 2, 10 * s, client);
+        let (report, _) = run_capturing(&sc, 1);
+        let a = report
+            .algorithms
+            .iter()
+            .find(|a| a.name == "fixed_window")
+            .unwrap();
+        let m = &a.metrics;
+        assert_eq!(m.allow_rate, Some(allow_rate), "{client:?}: {m:?}");
+        assert_eq!(m.requests_denied_share, Some(share), "{client:?}: {m:?}");
+    }
+    let sc = trace_scenario(dir.path(), &[], 2, 10 * s, "");
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert_eq!((m.attempts, m.requests), (0, 0), "{}", a.name);
+        assert_eq!(
+            (m.allow_rate, m.requests_denied_share),
+            (None, None),
+            "{}",
+            a.name
+        );
+    }
+}
+
+/// A sink that fails when flushed fails the run, naming the algorithm: a decisions
+/// file that could not be completed is never reported as written.
+#[test]
+fn a_sink_that_fails_to_flush_fails_the_run_and_names_the_algorithm() {
+    struct FailsToFlush;
+    impl ratesim::sim::DecisionSink for FailsToFlush {
+        fn record(&mut self, _row: &ratesim::sim::DecisionRow<'_>) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> std::io::Result<()> {
+            Err(std::io::Error::other("disk full"))
+        }
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let mut sc = load(&path);
+    sc.set_algorithms(&["gcra"], ratesim::Registry::builtin())
+        .unwrap();
+    let options = ratesim::sim::RunOptions {
+        threads: 1,
+        ..Default::default()
+    };
+    let error = ratesim::sim::run(&sc, &options, &mut |_| Ok(Box::new(FailsToFlush)))
+        .expect_err("the flush failed");
+    assert_eq!(
+        error.to_string(),
+        "cannot record the decisions of gcra: disk full"
+    );
+}
