@@ -361,6 +361,26 @@ mod tests {
     }
 
     #[test]
+    fn the_key_table_numbers_names_densely_in_order_of_first_sight() {
+        let mut keys = KeyTable::default();
+        assert!(keys.is_empty());
+        assert_eq!(keys.len(), 0);
+        let ids: Vec<u32> = ["b", "a", "b", "c", "a"]
+            .iter()
+            .map(|n| keys.intern(n))
+            .collect();
+        assert_eq!(ids, [0, 1, 0, 2, 1]);
+        assert!(!keys.is_empty());
+        assert_eq!(keys.len(), 3);
+        assert_eq!(keys.names().collect::<Vec<_>>(), ["b", "a", "c"]);
+        assert_eq!((keys.name(0), keys.name(2), keys.name(3)), ("b", "c", ""));
+        assert_eq!(
+            (keys.id("a"), keys.id("c"), keys.id("d")),
+            (Some(1), Some(2), None)
+        );
+    }
+
+    #[test]
     fn boundary_bursts_straddle_every_boundary_at_one_instant_each_side() {
         let s = scenario("[[traffic]]\nkind = \"boundary_burst\"\nsize = 3\n");
         let times: Vec<u64> = drain(&s).iter().map(|(_, a)| a.time.as_u64()).collect();
