@@ -304,6 +304,18 @@ mod tests {
         assert!(at_the_end > 0, "no case passes exactly at u64::MAX");
     }
 
+    /// A plugin algorithm may advise a wait of 0 on a denial, even at the clock's
+    /// origin: the search must still find the earliest passing instant from there.
+    #[test]
+    fn a_zero_hint_at_the_origin_still_finds_the_earliest_instant() {
+        for (now, truth) in [(0, 5), (0, 1), (3, 4), (3, 1_000)] {
+            let found = earliest_pass_by(|t| t >= truth, Nanos::new(now), Nanos::ZERO);
+            assert_eq!(found, Some(Nanos::new(truth)), "denied at {now}");
+        }
+        let never = earliest_pass_by(|_| false, Nanos::ZERO, Nanos::ZERO);
+        assert_eq!(never, None);
+    }
+
     /// The header form of the advice, whole seconds rounded up and never 0, is judged
     /// against the same earliest instant as the exact wait: rounding up makes an exact
     /// wait late unless it is whole, and an early wait can stay early.
