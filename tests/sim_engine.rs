@@ -703,3 +703,38 @@ fn a_sink_that_fails_to_flush_fails_the_run_and_names_the_algorithm() {
         "cannot record the decisions of gcra: disk full"
     );
 }
+
+/// A sweep due at the very instant of an arrival runs before that arrival is decided:
+/// key `a` (1 s) is idle at 10 s for the buckets, the fixed window (a new window) and
+/// GCRA, so the sweep at 10 s forgets it before `b` arrives at 10 s and they never
+/// hold 2 keys. The sliding log still counts `a` until 11 s and holds both.
+#[test]
+fn a_sweep_due_at_an_arrivals_instant_runs_before_the_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    let rows = [(s, 0, 1), (10 * s, 1, 1)];
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, k, c) in rows {
+        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(t).to_decimal_secs()));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"p\"\nduration = \"20s\"\n[limit]\nmax_requests = 3\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
+    let mut sc = parse_at(text, &dir.path().join("p.toml"));
+    sc.set_algorithms(
+        &[
+            "token_bucket",
+            "leaky_bucket",
+            "fixed_window",
+            "gcra",
+            "sliding_window_log",
+        ],
+        ratesim::Registry::builtin(),
+    )
+    .unwrap();
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let expected = if a.name == "sliding_window_log" { 2 } else { 1 };
+        assert_eq!(a.metrics.peak_keys, expected, "{}: {:?}", a.name, a.metrics);
+    }
+}
