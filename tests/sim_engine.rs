@@ -626,6 +626,15 @@ fn the_worst_key_is_the_first_to_reach_the_maximum_or_the_charted_key_on_a_tie()
     let one_worse = [(0, 0, 1), (s, 1, 1), (2 * s, 1, 1)];
     // k1 reaches 2 first, then k0 ties it: the charted k0 is named.
     let a_tie = [(0, 0, 1), (s, 1, 1), (2 * s, 1, 1), (3 * s, 0, 1)];
+    // Requests that cost nothing are admitted but count for nothing: no key is worst.
+    let costless = [(0, 0, 0), (s, 1, 0)];
+    let sc = trace_scenario(dir.path(), &costless, 3, 10 * s, "");
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert_eq!((m.allowed, m.max_in_window), (2, 0), "{}: {m:?}", a.name);
+        assert_eq!(m.worst_key, None, "{}: {m:?}", a.name);
+    }
     for (rows, worst) in [(&one_worse[..], "k1"), (&a_tie[..], "k0")] {
         let sc = trace_scenario(dir.path(), rows, 3, 10 * s, "");
         let (report, _) = run_capturing(&sc, 1);
