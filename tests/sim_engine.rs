@@ -528,6 +528,7 @@ fn retries_come_back_after_the_advised_wait_plus_at_most_the_jitter() {
 /// One key under 2 requests per 10 s. The fixed window admits the pair at 10 s (a new
 /// window) where the sliding log, still holding the pair at 9 s, denies it: two false
 /// allows. At 19.5 s the log has room again while the window is full: one false deny.
+/// Another key's request at 30 s is admitted by both: an agreement, counted in neither.
 /// The counts are the same whether the group runs its own copy of the log, runs the
 /// log as an algorithm, or receives the log's decisions from another thread.
 #[test]
@@ -540,6 +541,7 @@ fn false_allows_and_false_denies_count_each_disagreement_with_the_sliding_log() 
         (10 * s, 0, 1),
         (10 * s, 0, 1),
         (19 * s + s / 2, 0, 1),
+        (30 * s, 1, 1),
     ];
     let mut sc = trace_scenario(dir.path(), &rows, 2, 10 * s, "");
     for (algorithms, threads) in [
@@ -555,10 +557,18 @@ fn false_allows_and_false_denies_count_each_disagreement_with_the_sliding_log() 
             let m = &a.metrics;
             let counts = (m.false_allow, m.false_deny);
             if a.name == "fixed_window" {
-                assert_eq!(allowed, [true, true, true, true, false], "{algorithms:?}");
+                assert_eq!(
+                    allowed,
+                    [true, true, true, true, false, true],
+                    "{algorithms:?}"
+                );
                 assert_eq!(counts, (Some(2), Some(1)), "{algorithms:?}: {m:?}");
             } else {
-                assert_eq!(allowed, [true, true, false, false, true], "{algorithms:?}");
+                assert_eq!(
+                    allowed,
+                    [true, true, false, false, true, true],
+                    "{algorithms:?}"
+                );
                 assert_eq!(counts, (Some(0), Some(0)), "{algorithms:?}: {m:?}");
             }
         }
