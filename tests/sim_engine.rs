@@ -757,3 +757,37 @@ fn a_sweep_due_at_an_arrivals_instant_runs_before_the_arrival() {
         assert_eq!(a.metrics.peak_keys, expected, "{}: {:?}", a.name, a.metrics);
     }
 }
+
+/// A retry due at the very instant of a new arrival is decided first (it was scheduled
+/// earlier): under 1 per 10 s, the retry of the 1 s request takes the place at 10 s and
+/// the request arriving at 10 s is denied, then admitted on its own retry at 20 s.
+#[test]
+fn a_retry_due_at_an_arrivals_instant_is_decided_before_the_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.csv"),
+        "time_s,key\n0,solo\n1,solo\n10,solo\n",
+    )
+    .unwrap();
+    let text = "name = \"r\"\nduration = \"30s\"\nalgorithms = [\"fixed_window\"]\n\
+                [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+                [client]\nkind = \"retry\"\nmax_retries = 1\n";
+    let s = parse_at(text, &dir.path().join("r.toml"));
+    let (_, parts) = run_capturing(&s, 1);
+    let attempts: Vec<(u64, u32, u64, bool)> = parts[0]
+        .iter()
+        .map(|r| (r.seq, r.attempt, r.time.as_u64() / 1_000_000_000, r.allowed))
+        .collect();
+    // (seq, attempt, time in seconds, allowed)
+    assert_eq!(
+        attempts,
+        [
+            (0, 0, 0, true),
+            (1, 0, 1, false),
+            (1, 1, 10, true),
+            (2, 0, 10, false),
+            (2, 1, 20, true),
+        ]
+    );
+}
