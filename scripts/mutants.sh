@@ -99,11 +99,14 @@ sim | all)
     # The Redis store's half of src/sim/engine/states.rs (`remote`) is compiled only with
     # `--features redis` and is tested against a real server by tests/redis_sim.rs; in
     # this build its mutants change no code, so they are left out here (-E).
-    run sim 'src/sim/engine/*.rs' 'src/sim/traffic/*.rs' 'src/sim/scenario/**/*.rs' \
-        'src/sim/trace/*.rs' src/sim/mod.rs src/sim/worst_case.rs src/sim/calibrate.rs \
-        --exclude-re=remote:: \
+    # A glob's `*` stops at a slash: the deployments (engine/deployment/) are named
+    # apart, and the wave-2 tests (deployments, sweeps, traces) run with the rest.
+    run sim 'src/sim/engine/*.rs' 'src/sim/engine/deployment/*.rs' 'src/sim/traffic/*.rs' \
+        'src/sim/scenario/**/*.rs' 'src/sim/trace/*.rs' src/sim/mod.rs src/sim/worst_case.rs \
+        src/sim/calibrate.rs --exclude-re=remote:: \
         -- --lib --test sim_engine --test sim_scenarios --test sim_limits --test worst_case \
-        || status=$?
+        --test sim_deployment --test sweep --test trace_formats --test trace_input \
+        --test trace_times || status=$?
     ;;&
 report | all)
     run report src/report/csvout.rs -- --lib --test report_csv || status=$?
