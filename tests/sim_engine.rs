@@ -438,3 +438,356 @@ fn clients_denied_and_the_denied_share_count_what_the_decisions_show() {
         }
     }
 }
+
+/// One key under 1 request per 10 s, retry clients with one retry and no jitter, a
+/// run of 25 s; every count worked out by hand:
+/// - 0 s is admitted; 1 s and 2.5 s are denied (waits 9 s and 7.5 s) and both retried
+///   at 10 s, in the order they were denied;
+/// - at 10 s the retry of 1 s is admitted (latency 9 s); the retry of 2.5 s is denied
+///   again: a wasted retry, and with its one retry spent the client gives up;
+/// - 21 s is admitted; 22 s is denied with a wait to 30 s, past the end: unfinished.
+#[test]
+fn a_retry_client_counts_successes_give_ups_unfinished_and_wasted_retries_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "time_s,key\n0,solo\n1,solo\n2.5,solo\n21,solo\n22,solo\n";
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"r\"\nduration = \"25s\"\nalgorithms = [\"fixed_window\"]\n\
+                [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+                [client]\nkind = \"retry\"\nmax_retries = 1\n";
+    let s = parse_at(text, &dir.path().join("r.toml"));
+    let (report, parts) = run_capturing(&s, 1);
+    let attempts: Vec<(u64, u32, u64, bool)> = parts[0]
+        .iter()
+        .map(|r| (r.seq, r.attempt, r.time.as_u64() / 100_000_000, r.allowed))
+        .collect();
+    // (seq, attempt, time in tenths of a second, allowed)
+    assert_eq!(
+        attempts,
+        [
+            (0, 0, 0, true),
+            (1, 0, 10, false),
+            (2, 0, 25, false),
+            (1, 1, 100, true),
+            (2, 1, 100, false),
+            (3, 0, 210, true),
+            (4, 0, 220, false),
+        ]
+    );
+    let m = &report.algorithms[0].metrics;
+    let counts = (m.requests, m.attempts, m.allowed, m.denied);
+    assert_eq!(counts, (5, 7, 3, 4), "{m:?}");
+    let clients = (m.succeeded, m.gave_up, m.unfinished, m.wasted_retries);
+    assert_eq!(clients, (Some(3), Some(1), Some(1), Some(1)), "{m:?}");
+    // Latencies 0, 9 s and 0: the median is 0, the 99th percentile and the maximum 9 s.
+    let latency = (m.latency_p50_ns, m.latency_p99_ns, m.latency_max_ns);
+    let nine = 9_000_000_000;
+    assert_eq!(latency, (Some(0), Some(nine), Some(nine)), "{m:?}");
+    // Every wait is exact; as whole seconds only 7.5 s is not (8 s is half a second late).
+    let honesty = (
+        m.retry_after_exact,
+        m.retry_after_secs_exact,
+        m.retry_after_secs_too_late,
+    );
+    assert_eq!(honesty, (4, 3, 1), "{m:?}");
+}
+
+/// A denied request comes back after the advised wait plus a jitter of at most the
+/// configured 50 ms, and the jitter does vary.
+#[test]
+fn retries_come_back_after_the_advised_wait_plus_at_most_the_jitter() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/retry_clients.toml");
+    let (_, parts) = run_capturing(&load(&path), 1);
+    let jitter = 50_000_000i128;
+    for rows in &parts {
+        let by_attempt: std::collections::HashMap<(u64, u32), &Row> =
+            rows.iter().map(|r| ((r.seq, r.attempt), r)).collect();
+        let mut extras = Vec::new();
+        for r in rows.iter().filter(|r| r.attempt > 0) {
+            let before = by_attempt[&(r.seq, r.attempt - 1)];
+            let advised =
+                i128::from(before.time.as_u64()) + i128::from(before.retry_after.unwrap().as_u64());
+            let extra = i128::from(r.time.as_u64()) - advised;
+            assert!(
+                (0..=jitter).contains(&extra),
+                "{}: {r:?} came {extra} ns after the advice of {before:?}",
+                r.algorithm
+            );
+            extras.push(extra);
+        }
+        extras.sort_unstable();
+        extras.dedup();
+        assert!(
+            extras.len() > 10,
+            "{}: jitters {extras:?}",
+            rows[0].algorithm
+        );
+    }
+}
+
+/// One key under 2 requests per 10 s. The fixed window admits the pair at 10 s (a new
+/// window) where the sliding log, still holding the pair at 9 s, denies it: two false
+/// allows. At 19.5 s the log has room again while the window is full: one false deny.
+/// Another key's request at 30 s is admitted by both: an agreement, counted in neither.
+/// The counts are the same whether the group runs its own copy of the log, runs the
+/// log as an algorithm, or receives the log's decisions from another thread.
+#[test]
+fn false_allows_and_false_denies_count_each_disagreement_with_the_sliding_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    let rows = [
+        (9 * s, 0, 1),
+        (9 * s, 0, 1),
+        (10 * s, 0, 1),
+        (10 * s, 0, 1),
+        (19 * s + s / 2, 0, 1),
+        (30 * s, 1, 1),
+    ];
+    let mut sc = trace_scenario(dir.path(), &rows, 2, 10 * s, "");
+    for (algorithms, threads) in [
+        (&["fixed_window"][..], 1),
+        (&["fixed_window", "sliding_window_log"][..], 1),
+        (&["sliding_window_log", "fixed_window"][..], 2),
+    ] {
+        sc.set_algorithms(algorithms, ratesim::Registry::builtin())
+            .unwrap();
+        let (report, parts) = run_capturing(&sc, threads);
+        for (a, rows) in report.algorithms.iter().zip(&parts) {
+            let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+            let m = &a.metrics;
+            let counts = (m.false_allow, m.false_deny);
+            if a.name == "fixed_window" {
+                assert_eq!(
+                    allowed,
+                    [true, true, true, true, false, true],
+                    "{algorithms:?}"
+                );
+                assert_eq!(counts, (Some(2), Some(1)), "{algorithms:?}: {m:?}");
+            } else {
+                assert_eq!(
+                    allowed,
+                    [true, true, false, false, true, true],
+                    "{algorithms:?}"
+                );
+                assert_eq!(counts, (Some(0), Some(0)), "{algorithms:?}: {m:?}");
+            }
+        }
+    }
+}
+
+/// Keys `a` and `b` are used at 1 s and idle long before 30 s; `c`, `d` and `e` arrive
+/// after 30 s, `e` three times. The janitor's sweeps (every 10 s here) forget `a` and
+/// `b` before the others come, so at most 3 keys are ever held at once. A state takes
+/// its type's size; a sliding-log state also one `(instant, cost)` entry per logged
+/// instant, 3 at most (`e`'s).
+#[test]
+fn peak_keys_and_state_bytes_count_what_the_janitor_sees_at_its_sweeps() {
+    use ratesim::algorithm::{BucketState, CounterState, GcraState, LogState, WindowState};
+    use std::mem::size_of;
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    let rows = [
+        (s, 0, 1),
+        (s, 1, 1),
+        (31 * s, 2, 1),
+        (31 * s, 3, 1),
+        (31 * s, 4, 1),
+        (31 * s + s / 2, 4, 1),
+        (32 * s, 4, 1),
+    ];
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, k, c) in rows {
+        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(t).to_decimal_secs()));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"p\"\nduration = \"60s\"\n[limit]\nmax_requests = 3\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
+    let sc = parse_at(text, &dir.path().join("p.toml"));
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert_eq!(m.allowed, 7, "{}: {m:?}", a.name);
+        assert_eq!(m.peak_keys, 3, "{}: {m:?}", a.name);
+        let bytes = match a.name.as_str() {
+            "token_bucket" | "leaky_bucket" => size_of::<BucketState>(),
+            "fixed_window" => size_of::<WindowState>(),
+            "sliding_window_counter" => size_of::<CounterState>(),
+            "gcra" => size_of::<GcraState>(),
+            "sliding_window_log" => size_of::<LogState>() + 3 * size_of::<(Nanos, u64)>(),
+            other => panic!("unexpected algorithm {other}"),
+        };
+        assert_eq!(
+            m.state_bytes_per_key,
+            Some(bytes as u64),
+            "{}: {m:?}",
+            a.name
+        );
+    }
+}
+
+/// The summary names the worst key: the first to reach the largest trailing-window
+/// count, unless the key the series follows (the first admitted) reaches it too, in
+/// which case the series' key is named, so the table and the chart agree.
+#[test]
+fn the_worst_key_is_the_first_to_reach_the_maximum_or_the_charted_key_on_a_tie() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    // k0 is admitted first, once; k1 twice: k1 is the worst, and the series redrawn.
+    let one_worse = [(0, 0, 1), (s, 1, 1), (2 * s, 1, 1)];
+    // k1 reaches 2 first, then k0 ties it: the charted k0 is named.
+    let a_tie = [(0, 0, 1), (s, 1, 1), (2 * s, 1, 1), (3 * s, 0, 1)];
+    // Requests that cost nothing are admitted but count for nothing: no key is worst.
+    let costless = [(0, 0, 0), (s, 1, 0)];
+    let sc = trace_scenario(dir.path(), &costless, 3, 10 * s, "");
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert_eq!((m.allowed, m.max_in_window), (2, 0), "{}: {m:?}", a.name);
+        assert_eq!(m.worst_key, None, "{}: {m:?}", a.name);
+    }
+    for (rows, worst) in [(&one_worse[..], "k1"), (&a_tie[..], "k0")] {
+        let sc = trace_scenario(dir.path(), rows, 3, 10 * s, "");
+        let (report, _) = run_capturing(&sc, 1);
+        for a in &report.algorithms {
+            let m = &a.metrics;
+            assert_eq!(m.max_in_window, 2, "{}: {m:?}", a.name);
+            assert_eq!(m.worst_key.as_deref(), Some(worst), "{}: {rows:?}", a.name);
+            assert_eq!(a.window_key.as_deref(), Some(worst), "{}: {rows:?}", a.name);
+        }
+    }
+}
+
+/// The allow rate is admissions over attempts and the denied share first attempts
+/// denied over requests; a run in which nothing arrives has neither.
+#[test]
+fn the_allow_rate_and_denied_share_are_ratios_of_the_counts_and_absent_without_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    // 2 per 10 s: 5 requests at once, 2 admitted; the retry client retries 3 at 10 s
+    // (2 admitted) and gives the last one up at its second denial.
+    let rows = [(0, 0, 1), (0, 0, 1), (0, 0, 1), (0, 0, 1), (0, 0, 1)];
+    let client = "[client]\nkind = \"retry\"\nmax_retries = 1\n";
+    for (client, allow_rate, share) in [("", 2.0 / 5.0, 3.0 / 5.0), (client, 4.0 / 8.0, 3.0 / 5.0)]
+    {
+        let sc = trace_scenario(dir.path(), &rows, 2, 10 * s, client);
+        let (report, _) = run_capturing(&sc, 1);
+        let a = report
+            .algorithms
+            .iter()
+            .find(|a| a.name == "fixed_window")
+            .unwrap();
+        let m = &a.metrics;
+        assert_eq!(m.allow_rate, Some(allow_rate), "{client:?}: {m:?}");
+        assert_eq!(m.requests_denied_share, Some(share), "{client:?}: {m:?}");
+    }
+    let sc = trace_scenario(dir.path(), &[], 2, 10 * s, "");
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let m = &a.metrics;
+        assert_eq!((m.attempts, m.requests), (0, 0), "{}", a.name);
+        assert_eq!(
+            (m.allow_rate, m.requests_denied_share),
+            (None, None),
+            "{}",
+            a.name
+        );
+    }
+}
+
+/// A sink that fails when flushed fails the run, naming the algorithm: a decisions
+/// file that could not be completed is never reported as written.
+#[test]
+fn a_sink_that_fails_to_flush_fails_the_run_and_names_the_algorithm() {
+    struct FailsToFlush;
+    impl ratesim::sim::DecisionSink for FailsToFlush {
+        fn record(&mut self, _row: &ratesim::sim::DecisionRow<'_>) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> std::io::Result<()> {
+            Err(std::io::Error::other("disk full"))
+        }
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let mut sc = load(&path);
+    sc.set_algorithms(&["gcra"], ratesim::Registry::builtin())
+        .unwrap();
+    let options = ratesim::sim::RunOptions {
+        threads: 1,
+        ..Default::default()
+    };
+    let error = ratesim::sim::run(&sc, &options, &mut |_| Ok(Box::new(FailsToFlush)))
+        .expect_err("the flush failed");
+    assert_eq!(
+        error.to_string(),
+        "cannot record the decisions of gcra: disk full"
+    );
+}
+
+/// A sweep due at the very instant of an arrival runs before that arrival is decided:
+/// key `a` (1 s) is idle at 10 s for the buckets, the fixed window (a new window) and
+/// GCRA, so the sweep at 10 s forgets it before `b` arrives at 10 s and they never
+/// hold 2 keys. The sliding log still counts `a` until 11 s and holds both.
+#[test]
+fn a_sweep_due_at_an_arrivals_instant_runs_before_the_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    let rows = [(s, 0, 1), (10 * s, 1, 1)];
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, k, c) in rows {
+        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(t).to_decimal_secs()));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"p\"\nduration = \"20s\"\n[limit]\nmax_requests = 3\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
+    let mut sc = parse_at(text, &dir.path().join("p.toml"));
+    sc.set_algorithms(
+        &[
+            "token_bucket",
+            "leaky_bucket",
+            "fixed_window",
+            "gcra",
+            "sliding_window_log",
+        ],
+        ratesim::Registry::builtin(),
+    )
+    .unwrap();
+    let (report, _) = run_capturing(&sc, 1);
+    for a in &report.algorithms {
+        let expected = if a.name == "sliding_window_log" { 2 } else { 1 };
+        assert_eq!(a.metrics.peak_keys, expected, "{}: {:?}", a.name, a.metrics);
+    }
+}
+
+/// A retry due at the very instant of a new arrival is decided first (it was scheduled
+/// earlier): under 1 per 10 s, the retry of the 1 s request takes the place at 10 s and
+/// the request arriving at 10 s is denied, then admitted on its own retry at 20 s.
+#[test]
+fn a_retry_due_at_an_arrivals_instant_is_decided_before_the_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.csv"),
+        "time_s,key\n0,solo\n1,solo\n10,solo\n",
+    )
+    .unwrap();
+    let text = "name = \"r\"\nduration = \"30s\"\nalgorithms = [\"fixed_window\"]\n\
+                [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+                [client]\nkind = \"retry\"\nmax_retries = 1\n";
+    let s = parse_at(text, &dir.path().join("r.toml"));
+    let (_, parts) = run_capturing(&s, 1);
+    let attempts: Vec<(u64, u32, u64, bool)> = parts[0]
+        .iter()
+        .map(|r| (r.seq, r.attempt, r.time.as_u64() / 1_000_000_000, r.allowed))
+        .collect();
+    // (seq, attempt, time in seconds, allowed)
+    assert_eq!(
+        attempts,
+        [
+            (0, 0, 0, true),
+            (1, 0, 1, false),
+            (1, 1, 10, true),
+            (2, 0, 10, false),
+            (2, 1, 20, true),
+        ]
+    );
+}

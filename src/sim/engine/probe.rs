@@ -304,6 +304,50 @@ mod tests {
         assert!(at_the_end > 0, "no case passes exactly at u64::MAX");
     }
 
+    /// A plugin algorithm may advise a wait of 0 on a denial, even at the clock's
+    /// origin: the search must still find the earliest passing instant from there.
+    #[test]
+    fn a_zero_hint_at_the_origin_still_finds_the_earliest_instant() {
+        for (now, truth) in [(0, 5), (0, 1), (3, 4), (3, 1_000)] {
+            let found = earliest_pass_by(|t| t >= truth, Nanos::new(now), Nanos::ZERO);
+            assert_eq!(found, Some(Nanos::new(truth)), "denied at {now}");
+        }
+        let never = earliest_pass_by(|_| false, Nanos::ZERO, Nanos::ZERO);
+        assert_eq!(never, None);
+    }
+
+    /// The header form of the advice, whole seconds rounded up and never 0, is judged
+    /// against the same earliest instant as the exact wait: rounding up makes an exact
+    /// wait late unless it is whole, and an early wait can stay early.
+    #[test]
+    fn whole_second_advice_is_judged_against_the_same_earliest_instant() {
+        let s = NANOS_PER_SEC;
+        let cases = [
+            // (now, retry_after, earliest) → whole seconds: (exact, too early, too late)
+            (3 * s, 2 * s, 5 * s, (1, 0, 0)),
+            (3 * s, 3 * s / 2, 3 * s + 3 * s / 2, (0, 0, 1)),
+            (3 * s, s / 2, 6 * s, (0, 1, 0)),
+            (3 * s, 0, 4 * s, (1, 0, 0)),
+            (3 * s, 0, 3 * s + 1, (0, 0, 1)),
+            (3 * s, 4 * s, 7 * s, (1, 0, 0)),
+        ];
+        for (now, wait, earliest, expected) in cases {
+            let mut m = Metrics::default();
+            judge(
+                &mut m,
+                Nanos::new(now),
+                Nanos::new(wait),
+                Some(Nanos::new(earliest)),
+            );
+            let got = (
+                m.retry_after_secs_exact,
+                m.retry_after_secs_too_early,
+                m.retry_after_secs_too_late,
+            );
+            assert_eq!(got, expected, "now {now}, wait {wait}, earliest {earliest}");
+        }
+    }
+
     /// Judging at the end of the clock's range: `None` (passes at no instant) matches
     /// only an advice that points past the last instant.
     #[test]

@@ -88,4 +88,34 @@ mod tests {
         assert_eq!(order, [1, 3, 0, 2]);
         assert!(q.pop_due(Nanos::ZERO).is_none());
     }
+
+    /// Many attempts at one instant, among others, leave in exactly the order queued
+    /// (a heap alone would shuffle them), and nothing leaves before it is due.
+    #[test]
+    fn many_attempts_at_one_instant_leave_in_the_order_they_were_queued() {
+        let mut q = EventQueue::default();
+        let at = |time: u64, seq: u64| Event {
+            time: Nanos::new(time),
+            seq,
+            key: 0,
+            cost: 1,
+            attempt: 1,
+            first: Nanos::ZERO,
+        };
+        for seq in 0..40 {
+            q.push(at(if seq % 3 == 0 { 9 } else { 7 }, seq));
+        }
+        let sevens: Vec<u64> = (0..40).filter(|s| s % 3 != 0).collect();
+        let nines: Vec<u64> = (0..40).filter(|s| s % 3 == 0).collect();
+        assert!(q.pop_due(Nanos::new(6)).is_none());
+        let due_at_seven: Vec<u64> = std::iter::from_fn(|| q.pop_due(Nanos::new(7)))
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(due_at_seven, sevens);
+        assert!(q.pop_due(Nanos::new(8)).is_none());
+        let due_at_nine: Vec<u64> = std::iter::from_fn(|| q.pop_due(Nanos::new(9)))
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(due_at_nine, nines);
+    }
 }

@@ -366,6 +366,26 @@ mod tests {
     }
 
     #[test]
+    fn the_key_table_numbers_names_densely_in_order_of_first_sight() {
+        let mut keys = KeyTable::default();
+        assert!(keys.is_empty());
+        assert_eq!(keys.len(), 0);
+        let ids: Vec<u32> = ["b", "a", "b", "c", "a"]
+            .iter()
+            .map(|n| keys.intern(n))
+            .collect();
+        assert_eq!(ids, [0, 1, 0, 2, 1]);
+        assert!(!keys.is_empty());
+        assert_eq!(keys.len(), 3);
+        assert_eq!(keys.names().collect::<Vec<_>>(), ["b", "a", "c"]);
+        assert_eq!((keys.name(0), keys.name(2), keys.name(3)), ("b", "c", ""));
+        assert_eq!(
+            (keys.id("a"), keys.id("c"), keys.id("d")),
+            (Some(1), Some(2), None)
+        );
+    }
+
+    #[test]
     fn boundary_bursts_straddle_every_boundary_at_one_instant_each_side() {
         let s = scenario("[[traffic]]\nkind = \"boundary_burst\"\nsize = 3\n");
         let times: Vec<u64> = drain(&s).iter().map(|(_, a)| a.time.as_u64()).collect();
@@ -412,6 +432,43 @@ mod tests {
             .collect();
         let b = 10_000_000_000;
         assert_eq!(times, [b - 3, b - 2, b - 1, b, b + 1, b + 2]);
+    }
+
+    #[test]
+    fn spread_bursts_from_several_clients_give_every_client_every_position() {
+        let s = scenario(
+            "[[traffic]]\nkind = \"boundary_burst\"\nsize = 3\nspread = \"2ns\"\nkeys = 2\n",
+        );
+        let mut stream = ArrivalStream::new(&s).unwrap();
+        let mut first = Vec::new();
+        while first.len() < 12 {
+            let (_, a) = stream.next_arrival().unwrap().unwrap();
+            first.push((a.time.as_u64(), stream.keys().name(a.key).to_string()));
+        }
+        // Each of the 3 positions on each side is taken by every client in turn.
+        let b = 10_000_000_000;
+        let mut expected = Vec::new();
+        for t in [b - 3, b - 2, b - 1, b, b + 1, b + 2] {
+            expected.push((t, "client-0".to_string()));
+            expected.push((t, "client-1".to_string()));
+        }
+        assert_eq!(first, expected);
+    }
+
+    #[test]
+    fn on_off_arrivals_spread_over_the_whole_on_period() {
+        let s = scenario("[[traffic]]\nkind = \"on_off\"\nrate = 50\non = \"1s\"\noff = \"3s\"\n");
+        let phases: Vec<u64> = drain(&s)
+            .iter()
+            .map(|(_, a)| a.time.as_u64() % 4_000_000_000)
+            .collect();
+        let late = phases.iter().filter(|&&p| p >= 500_000_000).count();
+        // Poisson arrivals fill the on period evenly: about half in its second half.
+        assert!(
+            late * 4 > phases.len() && late * 4 < 3 * phases.len(),
+            "{late} of {} arrivals in the second half of an on period",
+            phases.len()
+        );
     }
 
     #[test]
