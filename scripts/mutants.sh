@@ -91,9 +91,9 @@ algorithm | all)
     ;;&
 limiter | all)
     run limiter --light src/limiter.rs src/composite.rs src/rule.rs src/time.rs \
-        src/middleware.rs \
+        src/middleware.rs src/dense.rs src/prefetch.rs \
         -- --lib --test limiter --test algorithms --test conformance --test bounds \
-        --test composite || status=$?
+        --test composite --test dense || status=$?
     ;;&
 sim | all)
     # The Redis store's half of src/sim/engine/states.rs (`remote`) is compiled only with

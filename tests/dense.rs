@@ -174,3 +174,15 @@ fn clients_leave_and_come_back_in_any_order() {
     assert_eq!(dense.len(), 1);
     assert_eq!(dense.algorithm().name(), "fixed_window");
 }
+
+#[test]
+fn debug_output_names_the_store_its_algorithm_and_how_many_clients_it_holds() {
+    let mut dense = DenseLimiter::new(Gcra::new(Rule::new(2, Nanos::from_secs(1)).unwrap()));
+    for id in [0, 4] {
+        dense.try_acquire_n(id, 1, Nanos::ZERO).unwrap();
+    }
+    let shown = format!("{dense:?}");
+    assert!(shown.starts_with("DenseLimiter {"), "{shown}");
+    assert!(shown.contains("Gcra"), "{shown}");
+    assert!(shown.contains("len: 2"), "{shown}");
+}
