@@ -10,7 +10,7 @@
 //! same instants, the two give the same answers; `tests/dense.rs` checks it.
 
 use crate::algorithm::Algorithm;
-use crate::limiter::{InsufficientCapacity, acquire, status};
+use crate::limiter::{InsufficientCapacity, acquire, fits, status};
 use crate::rule::Decision;
 use crate::time::Nanos;
 
@@ -66,10 +66,7 @@ impl<A: Algorithm> DenseLimiter<A> {
         cost: u64,
         now: Nanos,
     ) -> Result<Decision, InsufficientCapacity> {
-        let capacity = self.algorithm.capacity();
-        if cost > capacity {
-            return Err(InsufficientCapacity { cost, capacity });
-        }
+        fits(&self.algorithm, cost)?;
         Ok(self.with_state(id, now, |algo, state, now| acquire(algo, state, now, cost)))
     }
 

@@ -348,7 +348,7 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.fits(cost)?;
+        fits(&self.algorithm, cost)?;
         Ok(self.decide(key, cost, || {}))
     }
 
@@ -500,7 +500,7 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.fits(cost)?;
+        fits(&self.algorithm, cost)?;
         Ok(self.with_state_mut(key, |algo, state, now| acquire(algo, state, now, cost)))
     }
 
@@ -543,15 +543,6 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         self.with_state_hooked(key, acquire, before_lock)
     }
 
-    /// A cost larger than the capacity can never pass: an error, before any lookup.
-    fn fits(&self, cost: u64) -> Result<(), InsufficientCapacity> {
-        let capacity = self.algorithm.capacity();
-        if cost > capacity {
-            return Err(InsufficientCapacity { cost, capacity });
-        }
-        Ok(())
-    }
-
     fn status(&self, state: &A::State, now: Nanos) -> Decision {
         status(&self.algorithm, state, now)
     }
@@ -586,6 +577,16 @@ where
             &mut slot.insert(fresh).into_mut().1
         }
     }
+}
+
+/// A cost larger than `algo`'s capacity can never pass: an error, checked before any
+/// lookup (by every store: this limiter and [`DenseLimiter`](crate::DenseLimiter)).
+pub(crate) fn fits<A: Algorithm>(algo: &A, cost: u64) -> Result<(), InsufficientCapacity> {
+    let capacity = algo.capacity();
+    if cost > capacity {
+        return Err(InsufficientCapacity { cost, capacity });
+    }
+    Ok(())
 }
 
 /// Checks and consumes `cost` on `state` at `now`, and the decision to report.

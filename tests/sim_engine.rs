@@ -18,6 +18,15 @@ const ALL: [&str; 6] = [
     "gcra",
 ];
 
+/// Writes `dir/t.csv` with `rows` (`(ns, key, cost)`; key `k` is named `k{k}`).
+fn write_trace(dir: &Path, rows: &[(u64, u8, u64)]) {
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, k, c) in rows {
+        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(*t).to_decimal_secs()));
+    }
+    std::fs::write(dir.join("t.csv"), csv).unwrap();
+}
+
 /// A scenario replaying `rows` (`(ns, key, cost)`) under `max` per `window_ns`.
 fn trace_scenario(
     dir: &Path,
@@ -26,16 +35,27 @@ fn trace_scenario(
     window_ns: u64,
     client: &str,
 ) -> ratesim::sim::Scenario {
-    let mut csv = String::from("time_s,key,cost\n");
-    for (t, k, c) in rows {
-        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(*t).to_decimal_secs()));
-    }
-    std::fs::write(dir.join("t.csv"), csv).unwrap();
+    write_trace(dir, rows);
     let text = format!(
         "name = \"p\"\nduration = \"1h\"\n[limit]\nmax_requests = {max}\nwindow = \"{window_ns}ns\"\n\
          [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n{client}"
     );
     parse_at(&text, &dir.join("p.toml"))
+}
+
+/// A retry client with one retry, against the fixed window at 1 per 10 s, replaying the
+/// CSV trace `csv` for `duration`. The directory holds the trace: keep it for the run.
+fn one_retry_on_trace(csv: &str, duration: &str) -> (tempfile::TempDir, ratesim::sim::Scenario) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = format!(
+        "name = \"r\"\nduration = \"{duration}\"\nalgorithms = [\"fixed_window\"]\n\
+         [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+         [client]\nkind = \"retry\"\nmax_retries = 1\n"
+    );
+    let scenario = parse_at(&text, &dir.path().join("r.toml"));
+    (dir, scenario)
 }
 
 /// The most cost one key admitted in any `(t − W, t]`, by checking every pair.
@@ -448,14 +468,8 @@ fn clients_denied_and_the_denied_share_count_what_the_decisions_show() {
 /// - 21 s is admitted; 22 s is denied with a wait to 30 s, past the end: unfinished.
 #[test]
 fn a_retry_client_counts_successes_give_ups_unfinished_and_wasted_retries_by_hand() {
-    let dir = tempfile::tempdir().unwrap();
     let csv = "time_s,key\n0,solo\n1,solo\n2.5,solo\n21,solo\n22,solo\n";
-    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
-    let text = "name = \"r\"\nduration = \"25s\"\nalgorithms = [\"fixed_window\"]\n\
-                [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
-                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
-                [client]\nkind = \"retry\"\nmax_retries = 1\n";
-    let s = parse_at(text, &dir.path().join("r.toml"));
+    let (_dir, s) = one_retry_on_trace(csv, "25s");
     let (report, parts) = run_capturing(&s, 1);
     let attempts: Vec<(u64, u32, u64, bool)> = parts[0]
         .iter()
@@ -731,12 +745,7 @@ fn a_sink_that_fails_to_flush_fails_the_run_and_names_the_algorithm() {
 fn a_sweep_due_at_an_arrivals_instant_runs_before_the_arrival() {
     let dir = tempfile::tempdir().unwrap();
     let s = 1_000_000_000;
-    let rows = [(s, 0, 1), (10 * s, 1, 1)];
-    let mut csv = String::from("time_s,key,cost\n");
-    for (t, k, c) in rows {
-        csv.push_str(&format!("{},k{k},{c}\n", Nanos::new(t).to_decimal_secs()));
-    }
-    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    write_trace(dir.path(), &[(s, 0, 1), (10 * s, 1, 1)]);
     let text = "name = \"p\"\nduration = \"20s\"\n[limit]\nmax_requests = 3\nwindow = \"10s\"\n\
                 [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
     let mut sc = parse_at(text, &dir.path().join("p.toml"));
@@ -763,17 +772,7 @@ fn a_sweep_due_at_an_arrivals_instant_runs_before_the_arrival() {
 /// the request arriving at 10 s is denied, then admitted on its own retry at 20 s.
 #[test]
 fn a_retry_due_at_an_arrivals_instant_is_decided_before_the_arrival() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("t.csv"),
-        "time_s,key\n0,solo\n1,solo\n10,solo\n",
-    )
-    .unwrap();
-    let text = "name = \"r\"\nduration = \"30s\"\nalgorithms = [\"fixed_window\"]\n\
-                [limit]\nmax_requests = 1\nwindow = \"10s\"\n\
-                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
-                [client]\nkind = \"retry\"\nmax_retries = 1\n";
-    let s = parse_at(text, &dir.path().join("r.toml"));
+    let (_dir, s) = one_retry_on_trace("time_s,key\n0,solo\n1,solo\n10,solo\n", "30s");
     let (_, parts) = run_capturing(&s, 1);
     let attempts: Vec<(u64, u32, u64, bool)> = parts[0]
         .iter()

@@ -68,17 +68,21 @@ impl EventQueue {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_event_queue_is_fifo_among_equal_instants() {
-        let mut q = EventQueue::default();
-        let at = |time: u64, seq: u64| Event {
+    /// A retry attempt at `time` of the arrival numbered `seq`.
+    fn at(time: u64, seq: u64) -> Event {
+        Event {
             time: Nanos::new(time),
             seq,
             key: 0,
             cost: 1,
             attempt: 1,
             first: Nanos::ZERO,
-        };
+        }
+    }
+
+    #[test]
+    fn the_event_queue_is_fifo_among_equal_instants() {
+        let mut q = EventQueue::default();
         for (t, s) in [(5, 0), (3, 1), (5, 2), (3, 3)] {
             q.push(at(t, s));
         }
@@ -94,14 +98,6 @@ mod tests {
     #[test]
     fn many_attempts_at_one_instant_leave_in_the_order_they_were_queued() {
         let mut q = EventQueue::default();
-        let at = |time: u64, seq: u64| Event {
-            time: Nanos::new(time),
-            seq,
-            key: 0,
-            cost: 1,
-            attempt: 1,
-            first: Nanos::ZERO,
-        };
         for seq in 0..40 {
             q.push(at(if seq % 3 == 0 { 9 } else { 7 }, seq));
         }
