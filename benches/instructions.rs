@@ -1,0 +1,83 @@
+//! Instructions and cache misses per decision, for `valgrind --tool=callgrind`: the
+//! `fake_u32` cells of the limiter bench without criterion, so that a count taken on a
+//! busy machine means something. It fills a limiter with 1,000,000 `u32` keys on a fake
+//! clock, then makes 200,000 decisions over the first KEYS of them, round-robin, one
+//! nanosecond apart, inside `counted_decisions` (the function to count):
+//!
+//! ```sh
+//! cargo bench --bench instructions --no-run      # prints the binary's path
+//! valgrind --tool=callgrind --cache-sim=yes --D1=32768,8,64 --LL=524288,8,64 \
+//!     --collect-atstart=no --toggle-collect='*counted_decisions*' \
+//!     target/release/deps/instructions-<hash> token_bucket 10000
+//! ```
+//!
+//! Divide the counts callgrind prints by 200,000. CONTENDER is `token_bucket`, `gcra`
+//! or `governor`; KEYS is 1 to 1,000,000. Run by `cargo bench` itself (no arguments)
+//! it only says how to use it.
+
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::clock::FakeRelativeClock;
+use governor::{Quota, RateLimiter as Governor};
+use ratesim::{Algorithm, FakeClock, Gcra, Nanos, RateLimiter, Rule, TokenBucket};
+
+const HELD: u32 = 1_000_000;
+const DECISIONS: u32 = 200_000;
+
+fn rule() -> Rule {
+    Rule::new(1_000_000_000, Nanos::from_secs(1)).expect("a valid rule")
+}
+
+/// The counted loop: `decide` once per step, the key walking round-robin over `0..keys`.
+#[inline(never)]
+fn counted_decisions(keys: u32, mut decide: impl FnMut(u32) -> bool) {
+    let mut key = 0;
+    for _ in 0..DECISIONS {
+        black_box(decide(key));
+        key += 1;
+        if key == keys {
+            key = 0;
+        }
+    }
+}
+
+fn ratesim<A: Algorithm>(algorithm: A, keys: u32) {
+    let clock = FakeClock::new(Nanos::ZERO);
+    let limiter: RateLimiter<A, u32, FakeClock> = RateLimiter::with_clock(algorithm, clock.clone());
+    for key in 0..HELD {
+        black_box(limiter.try_acquire(&key));
+    }
+    counted_decisions(keys, |key| {
+        clock.advance(Nanos::new(1));
+        limiter.try_acquire(&key).allowed
+    });
+}
+
+fn governor(keys: u32) {
+    let quota = Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"));
+    let clock = FakeRelativeClock::default();
+    let limiter = Governor::dashmap_with_clock(quota, clock.clone());
+    for key in 0..HELD {
+        let _ = black_box(limiter.check_key(&key));
+    }
+    counted_decisions(keys, |key| {
+        clock.advance(Duration::from_nanos(1));
+        limiter.check_key(&key).is_ok()
+    });
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let keys = args.get(1).and_then(|k| k.parse::<u32>().ok());
+    match (args.first().map(String::as_str), keys) {
+        (Some("token_bucket"), Some(keys @ 1..=HELD)) => ratesim(TokenBucket::new(rule()), keys),
+        (Some("gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys),
+        (Some("governor"), Some(keys @ 1..=HELD)) => governor(keys),
+        _ => eprintln!(
+            "instructions: a harness for callgrind, not a timing bench; run its binary as \
+             `instructions token_bucket|gcra|governor KEYS` (see benches/instructions.rs)"
+        ),
+    }
+}
