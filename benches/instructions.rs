@@ -1,8 +1,10 @@
-//! Instructions and cache misses per decision, for `valgrind --tool=callgrind`: the
-//! `fake_u32` cells of the limiter bench without criterion, so that a count taken on a
-//! busy machine means something. It fills a limiter with 1,000,000 `u32` keys on a fake
-//! clock, then makes 200,000 decisions over the first KEYS of them, round-robin, one
-//! nanosecond apart, inside `counted_decisions` (the function to count):
+//! Instructions and cache misses per decision, for `valgrind --tool=callgrind`: cells of
+//! the limiter bench without criterion, so that a count taken on a busy machine means
+//! something. It fills a limiter with 1,000,000 keys, then makes 200,000 decisions over
+//! the first KEYS of them, round-robin, inside `counted_decisions` (the function to
+//! count). Plain contenders take `u32` keys on a fake clock moved one nanosecond a
+//! decision (the `fake_u32` cells); `string/…` ones take `String` keys (`client-0`, …)
+//! on the real clock (the `real_string` cells):
 //!
 //! ```sh
 //! cargo bench --bench instructions --no-run      # prints the binary's path
@@ -11,8 +13,9 @@
 //!     target/release/deps/instructions-<hash> token_bucket 10000
 //! ```
 //!
-//! Divide the counts callgrind prints by 200,000. CONTENDER is `token_bucket`, `gcra`
-//! or `governor`; KEYS is 1 to 1,000,000. Run by `cargo bench` itself (no arguments)
+//! Divide the counts callgrind prints by 200,000. CONTENDER is `token_bucket`, `gcra`,
+//! `governor`, `string/token_bucket`, `string/gcra` or `string/governor`; KEYS is 1 to
+//! 1,000,000. Run by `cargo bench` itself (no arguments)
 //! it only says how to use it.
 
 use std::hint::black_box;
@@ -55,10 +58,37 @@ fn ratesim<A: Algorithm>(algorithm: A, keys: u32) {
     });
 }
 
+fn names() -> Vec<String> {
+    (0..HELD).map(|i| format!("client-{i}")).collect()
+}
+
+fn ratesim_string<A: Algorithm>(algorithm: A, keys: u32) {
+    let names = names();
+    let limiter: RateLimiter<A, String> = RateLimiter::new(algorithm);
+    for name in &names {
+        black_box(limiter.try_acquire(name.as_str()));
+    }
+    counted_decisions(keys, |key| {
+        limiter.try_acquire(names[key as usize].as_str()).allowed
+    });
+}
+
+fn governor_string(keys: u32) {
+    let names = names();
+    let limiter = Governor::keyed(quota());
+    for name in &names {
+        let _ = black_box(limiter.check_key(name));
+    }
+    counted_decisions(keys, |key| limiter.check_key(&names[key as usize]).is_ok());
+}
+
+fn quota() -> Quota {
+    Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"))
+}
+
 fn governor(keys: u32) {
-    let quota = Quota::per_second(NonZeroU32::new(1_000_000_000).expect("non-zero"));
     let clock = FakeRelativeClock::default();
-    let limiter = Governor::dashmap_with_clock(quota, clock.clone());
+    let limiter = Governor::dashmap_with_clock(quota(), clock.clone());
     for key in 0..HELD {
         let _ = black_box(limiter.check_key(&key));
     }
@@ -75,9 +105,14 @@ fn main() {
         (Some("token_bucket"), Some(keys @ 1..=HELD)) => ratesim(TokenBucket::new(rule()), keys),
         (Some("gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys),
         (Some("governor"), Some(keys @ 1..=HELD)) => governor(keys),
+        (Some("string/token_bucket"), Some(keys @ 1..=HELD)) => {
+            ratesim_string(TokenBucket::new(rule()), keys)
+        }
+        (Some("string/gcra"), Some(keys @ 1..=HELD)) => ratesim_string(Gcra::new(rule()), keys),
+        (Some("string/governor"), Some(keys @ 1..=HELD)) => governor_string(keys),
         _ => eprintln!(
             "instructions: a harness for callgrind, not a timing bench; run its binary as \
-             `instructions token_bucket|gcra|governor KEYS` (see benches/instructions.rs)"
+             `instructions [string/]token_bucket|gcra|governor KEYS` (see benches/instructions.rs)"
         ),
     }
 }
