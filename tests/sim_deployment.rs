@@ -5,6 +5,7 @@ mod sim_support;
 
 use std::path::Path;
 
+use ratesim::Nanos;
 use ratesim::sim::{RunReport, Scenario};
 use sim_support::*;
 
@@ -318,4 +319,118 @@ fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names(
         bundled_log("nodes_synced.toml", faster_sync).over_admission,
         1.6
     );
+}
+
+/// `rows` (`(ms, key, cost)`) replayed for 1 h under `limit` (TOML lines), on
+/// `deployment` (TOML lines), with `client` (TOML lines, or empty for open clients);
+/// the report and every decision.
+fn replay_costs(
+    rows: &[(u64, &str, u64)],
+    limit: &str,
+    deployment: &str,
+    client: &str,
+) -> (RunReport, Vec<Vec<Row>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, key, cost) in rows {
+        csv.push_str(&format!("{}.{:03},{key},{cost}\n", t / 1000, t % 1000));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = format!(
+        "name = \"r\"\nduration = \"1h\"\nalgorithms = [\"all\"]\n[limit]\n{limit}\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n{client}\n[deployment]\n{deployment}"
+    );
+    run_capturing(&parse_at(&text, &dir.path().join("r.toml")), 1)
+}
+
+#[test]
+fn on_every_store_a_cost_above_the_capacity_never_fits_and_a_lone_limiters_advice_is_judged() {
+    // 2 per 10 s, one node: cost 1 at 0, 1 and 2 s (the third is denied, and would
+    // pass later), then a cost of 3, which no algorithm ever admits.
+    let rows = [(0, "c", 1), (1000, "c", 1), (2000, "c", 1), (3000, "c", 3)];
+    let limit = "max_requests = 2\nwindow = \"10s\"";
+    for (store, judged) in [
+        ("\"local\"", true),
+        ("\"local_split\"", true),
+        ("\"shared\"\nlatency = \"5ms\"", true),
+        ("\"shared\"\nclock = \"node\"\nlatency = \"5ms\"", true),
+        ("\"shared_racy\"\nlatency = \"5ms\"", false),
+        ("\"synced\"\nsync_interval = \"1s\"", false),
+    ] {
+        let dep = format!("nodes = 1\nstore = {store}");
+        let (report, decisions) = replay_costs(&rows, limit, &dep, "");
+        for (a, rows) in report.algorithms.iter().zip(&decisions) {
+            let m = &a.metrics;
+            let context = format!("{store}: {}: {m:?}", a.name);
+            assert_eq!((m.denied, m.never_fits), (2, 1), "{context}");
+            let waits: Vec<_> = rows.iter().map(|r| r.retry_after.is_some()).collect();
+            assert_eq!(waits, [true, true, true, false], "{context}");
+            // Where one limiter alone decides, its advice is judged, and exact; where
+            // another store's writes decide too, nothing is judged.
+            let judged_denials =
+                m.retry_after_exact + m.retry_after_too_early + m.retry_after_too_late;
+            assert_eq!(judged_denials, u64::from(judged), "{context}");
+            assert_eq!(m.retry_after_exact, u64::from(judged), "{context}");
+        }
+    }
+}
+
+#[test]
+fn a_retry_through_a_distant_store_waits_the_round_trip_then_the_advised_wait() {
+    // 1 per 10 s, 100 ms each way to the store: the answer to the request at 1 s is
+    // back at 1.2 s, and the retry leaves then plus the advised wait, when it passes.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let client = "[client]\nkind = \"retry\"\nmax_retries = 1";
+    let round_trip = Nanos::from_millis(200);
+    for store in [
+        "\"shared\"",
+        "\"shared\"\nclock = \"node\"",
+        "\"shared_racy\"",
+    ] {
+        let dep = format!("nodes = 2\nstore = {store}\nlatency = \"100ms\"");
+        let (report, decisions) = replay_costs(&[(0, "c", 1), (1000, "c", 1)], limit, &dep, client);
+        for (a, rows) in report.algorithms.iter().zip(&decisions) {
+            let context = format!("{store}: {}: {rows:?}", a.name);
+            let [first, denied, retry] = rows.as_slice() else {
+                panic!("{context}: three attempts expected");
+            };
+            assert!(first.allowed && !denied.allowed, "{context}");
+            assert_eq!((retry.seq, retry.attempt), (denied.seq, 1), "{context}");
+            let wait = denied.retry_after.unwrap();
+            assert_eq!(retry.time, denied.time + round_trip + wait, "{context}");
+            assert!(retry.allowed, "{context}");
+            // Each client waits for its answers: the first one round trip, the
+            // second two and the advised wait.
+            let m = &a.metrics;
+            assert_eq!(m.succeeded, Some(2), "{context}");
+            let latency = (retry.time + round_trip - denied.time).as_u64();
+            assert_eq!(m.latency_max_ns, Some(latency), "{context}");
+        }
+    }
+}
+
+#[test]
+fn a_store_deciding_on_its_own_clock_sweeps_by_that_clock() {
+    // As with the nodes' stamps: 1 per 1 s, 400 ms to the store. The store's clock
+    // reads 1.1 s and 2.05 s; the sweep due at 2 s keeps the entry of 1.1 s, which
+    // still counts at 2.05 s: denied.
+    let limit = "max_requests = 1\nwindow = \"1s\"";
+    let dep = "nodes = 2\nstore = \"shared\"\nlatency = \"400ms\"";
+    let report = replay(&[700, 1650], limit, dep);
+    assert_eq!(over_admission(&report, "sliding_window_log"), 1.0);
+    // 1 per 1 s, an idle-key sweep every 3.6 s (a thousandth of the hour): `a` at 3 s
+    // still counts at the sweep of 3.6 s and is idle by the one due at 7.2 s. Sent at
+    // 7.15 s, `b` reaches a store 100 ms away after that sweep, which has forgotten
+    // `a`: the store never holds both keys. A node's own limiter gets `b` before that
+    // sweep, and holds both.
+    let rows = [(3000, "a", 1), (7150, "b", 1)];
+    for (dep, peak) in [
+        ("nodes = 1\nstore = \"shared\"\nlatency = \"100ms\"", 1),
+        ("nodes = 1\nstore = \"local\"", 2),
+    ] {
+        let (report, _) = replay_costs(&rows, limit, dep, "");
+        for a in &report.algorithms {
+            assert_eq!(a.metrics.peak_keys, peak, "{dep}: {}", a.name);
+        }
+    }
 }
