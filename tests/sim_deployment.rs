@@ -434,3 +434,20 @@ fn a_store_deciding_on_its_own_clock_sweeps_by_that_clock() {
         }
     }
 }
+
+#[test]
+fn a_node_whose_clock_is_behind_sweeps_late_enough_to_keep_what_it_still_counts() {
+    // 1 per 1 s, round robin over two nodes, the first 1 s behind. Its clock stamps
+    // `c` at 2 s and 2.7 s: the second is denied on every algorithm, although the
+    // idle-key sweep due at 3.6 s (a thousandth of the hour) comes between them. `o`
+    // only takes the second node's turn.
+    let limit = "max_requests = 1\nwindow = \"1s\"";
+    let dep = "nodes = 2\nstore = \"local\"\nclock_skew = \"1s\"";
+    let rows = [(3000, "c", 1), (3300, "o", 1), (3700, "c", 1)];
+    let (report, decisions) = replay_costs(&rows, limit, dep, "");
+    for (a, rows) in report.algorithms.iter().zip(&decisions) {
+        let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+        assert_eq!(allowed, [true, true, false], "{}: {rows:?}", a.name);
+        assert_eq!(a.metrics.over_admission, 1.0, "{}", a.name);
+    }
+}
