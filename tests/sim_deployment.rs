@@ -451,3 +451,27 @@ fn a_node_whose_clock_is_behind_sweeps_late_enough_to_keep_what_it_still_counts(
         assert_eq!(a.metrics.over_admission, 1.0, "{}", a.name);
     }
 }
+
+#[test]
+fn a_synced_node_hears_of_an_admission_when_its_exchange_arrives_and_not_before() {
+    // 1 per 10 s, two nodes in turn, an exchange every second that arrives 100 ms after
+    // its cut. `c` is admitted by the first node; the second admits `c` again until the
+    // exchange that covers it arrives (at 1.1 s for an admission at 0.5 s), and denies
+    // it from that instant on. Rounds with nothing to exchange are skipped, never the
+    // next one: an admission at 2.95 s, after two idle rounds, arrives at 3.1 s.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let dep = "nodes = 2\nstore = \"synced\"\nsync_interval = \"1s\"\nlatency = \"100ms\"";
+    for (times, second_allowed) in [
+        ([500, 1099], true),
+        ([500, 1100], false),
+        ([2950, 3050], true),
+        ([2950, 3200], false),
+    ] {
+        let rows = times.map(|t| (t, "c", 1));
+        let (report, decisions) = replay_costs(&rows, limit, dep, "");
+        for (a, rows) in report.algorithms.iter().zip(&decisions) {
+            let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+            assert_eq!(allowed, [true, second_allowed], "{}: {times:?}", a.name);
+        }
+    }
+}
