@@ -81,6 +81,29 @@ fn a_sweeps_progress_counts_every_algorithm_of_every_configuration_to_the_end() 
     assert_eq!(most, Some(total), "{seen:?}");
 }
 
+#[test]
+fn a_sweep_with_more_configurations_than_threads_works_on_exactly_that_many_threads() {
+    // Each worker reports its algorithms' progress from its own thread; four
+    // configurations keep one or two workers busy.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let scenario = load(&path);
+    let rules = rules();
+    for threads in [1, 2] {
+        let workers = std::sync::Mutex::new(std::collections::HashSet::new());
+        let callback = |_: u64, _: u64| {
+            workers.lock().unwrap().insert(std::thread::current().id());
+        };
+        let options = RunOptions {
+            threads,
+            progress: Some(&callback),
+            ..RunOptions::default()
+        };
+        sim::sweep(&scenario, &rules, &options).unwrap();
+        let workers = workers.into_inner().unwrap().len();
+        assert_eq!(workers, threads, "{} configurations", rules.len());
+    }
+}
+
 mod cli {
     use std::fs;
     use std::path::Path;
