@@ -464,6 +464,9 @@ fn a_synced_node_hears_of_an_admission_when_its_exchange_arrives_and_not_before(
     for (times, second_allowed) in [
         ([500, 1099], true),
         ([500, 1100], false),
+        // An admission at the cut itself belongs to the next exchange.
+        ([1000, 1500], true),
+        ([1000, 2100], false),
         ([2950, 3050], true),
         ([2950, 3200], false),
     ] {
@@ -473,5 +476,39 @@ fn a_synced_node_hears_of_an_admission_when_its_exchange_arrives_and_not_before(
             let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
             assert_eq!(allowed, [true, second_allowed], "{}: {times:?}", a.name);
         }
+    }
+}
+
+#[test]
+fn an_admission_made_while_an_exchange_is_on_its_way_travels_with_the_next_one() {
+    // As above (two nodes in turn, an exchange every second, 100 ms on the way). `c`
+    // is admitted by the second node at 1.05 s, after the cut at 1 s and before that
+    // exchange arrives; nothing more of `c` until the exchange cut at 2 s, which
+    // carries it: the first node, asked at 2.3 s, denies `c`.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let dep = "nodes = 2\nstore = \"synced\"\nsync_interval = \"1s\"\nlatency = \"100ms\"";
+    let rows = [
+        (500, "x", 1),
+        (1050, "c", 1),
+        (1200, "y", 1),
+        (2200, "z", 1),
+        (2300, "c", 1),
+    ];
+    let (report, decisions) = replay_costs(&rows, limit, dep, "");
+    for (a, rows) in report.algorithms.iter().zip(&decisions) {
+        let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+        assert_eq!(allowed, [true, true, true, true, false], "{}", a.name);
+    }
+}
+
+#[test]
+fn a_synced_deployments_peak_keys_add_up_every_nodes_keys_and_the_agreed_ones() {
+    // `c` admitted by the first node at 0.5 s; the exchange at 1.1 s gives it to the
+    // second, which then admits `d`: two nodes hold 1 and 2 keys, the agreed state 1.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let dep = "nodes = 2\nstore = \"synced\"\nsync_interval = \"1s\"\nlatency = \"100ms\"";
+    let (report, _) = replay_costs(&[(500, "c", 1), (1500, "d", 1)], limit, dep, "");
+    for a in &report.algorithms {
+        assert_eq!(a.metrics.peak_keys, 4, "{}", a.name);
     }
 }
