@@ -5,6 +5,7 @@ mod sim_support;
 
 use std::path::Path;
 
+use ratesim::Nanos;
 use ratesim::sim::{RunReport, Scenario};
 use sim_support::*;
 
@@ -318,4 +319,196 @@ fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names(
         bundled_log("nodes_synced.toml", faster_sync).over_admission,
         1.6
     );
+}
+
+/// `rows` (`(ms, key, cost)`) replayed for 1 h under `limit` (TOML lines), on
+/// `deployment` (TOML lines), with `client` (TOML lines, or empty for open clients);
+/// the report and every decision.
+fn replay_costs(
+    rows: &[(u64, &str, u64)],
+    limit: &str,
+    deployment: &str,
+    client: &str,
+) -> (RunReport, Vec<Vec<Row>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, key, cost) in rows {
+        csv.push_str(&format!("{}.{:03},{key},{cost}\n", t / 1000, t % 1000));
+    }
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = format!(
+        "name = \"r\"\nduration = \"1h\"\nalgorithms = [\"all\"]\n[limit]\n{limit}\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n{client}\n[deployment]\n{deployment}"
+    );
+    run_capturing(&parse_at(&text, &dir.path().join("r.toml")), 1)
+}
+
+#[test]
+fn on_every_store_a_cost_above_the_capacity_never_fits_and_a_lone_limiters_advice_is_judged() {
+    // 2 per 10 s, one node: cost 1 at 0, 1 and 2 s (the third is denied, and would
+    // pass later), then a cost of 3, which no algorithm ever admits.
+    let rows = [(0, "c", 1), (1000, "c", 1), (2000, "c", 1), (3000, "c", 3)];
+    let limit = "max_requests = 2\nwindow = \"10s\"";
+    for (store, judged) in [
+        ("\"local\"", true),
+        ("\"local_split\"", true),
+        ("\"shared\"\nlatency = \"5ms\"", true),
+        ("\"shared\"\nclock = \"node\"\nlatency = \"5ms\"", true),
+        ("\"shared_racy\"\nlatency = \"5ms\"", false),
+        ("\"synced\"\nsync_interval = \"1s\"", false),
+    ] {
+        let dep = format!("nodes = 1\nstore = {store}");
+        let (report, decisions) = replay_costs(&rows, limit, &dep, "");
+        for (a, rows) in report.algorithms.iter().zip(&decisions) {
+            let m = &a.metrics;
+            let context = format!("{store}: {}: {m:?}", a.name);
+            assert_eq!((m.denied, m.never_fits), (2, 1), "{context}");
+            let waits: Vec<_> = rows.iter().map(|r| r.retry_after.is_some()).collect();
+            assert_eq!(waits, [true, true, true, false], "{context}");
+            // Where one limiter alone decides, its advice is judged, and exact; where
+            // another store's writes decide too, nothing is judged.
+            let judged_denials =
+                m.retry_after_exact + m.retry_after_too_early + m.retry_after_too_late;
+            assert_eq!(judged_denials, u64::from(judged), "{context}");
+            assert_eq!(m.retry_after_exact, u64::from(judged), "{context}");
+        }
+    }
+}
+
+#[test]
+fn a_retry_through_a_distant_store_waits_the_round_trip_then_the_advised_wait() {
+    // 1 per 10 s, 100 ms each way to the store: the answer to the request at 1 s is
+    // back at 1.2 s, and the retry leaves then plus the advised wait, when it passes.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let client = "[client]\nkind = \"retry\"\nmax_retries = 1";
+    let round_trip = Nanos::from_millis(200);
+    for store in [
+        "\"shared\"",
+        "\"shared\"\nclock = \"node\"",
+        "\"shared_racy\"",
+    ] {
+        let dep = format!("nodes = 2\nstore = {store}\nlatency = \"100ms\"");
+        let (report, decisions) = replay_costs(&[(0, "c", 1), (1000, "c", 1)], limit, &dep, client);
+        for (a, rows) in report.algorithms.iter().zip(&decisions) {
+            let context = format!("{store}: {}: {rows:?}", a.name);
+            let [first, denied, retry] = rows.as_slice() else {
+                panic!("{context}: three attempts expected");
+            };
+            assert!(first.allowed && !denied.allowed, "{context}");
+            assert_eq!((retry.seq, retry.attempt), (denied.seq, 1), "{context}");
+            let wait = denied.retry_after.unwrap();
+            assert_eq!(retry.time, denied.time + round_trip + wait, "{context}");
+            assert!(retry.allowed, "{context}");
+            // Each client waits for its answers: the first one round trip, the
+            // second two and the advised wait.
+            let m = &a.metrics;
+            assert_eq!(m.succeeded, Some(2), "{context}");
+            let latency = (retry.time + round_trip - denied.time).as_u64();
+            assert_eq!(m.latency_max_ns, Some(latency), "{context}");
+        }
+    }
+}
+
+#[test]
+fn a_store_deciding_on_its_own_clock_sweeps_by_that_clock() {
+    // As with the nodes' stamps: 1 per 1 s, 400 ms to the store. The store's clock
+    // reads 1.1 s and 2.05 s; the sweep due at 2 s keeps the entry of 1.1 s, which
+    // still counts at 2.05 s: denied.
+    let limit = "max_requests = 1\nwindow = \"1s\"";
+    let dep = "nodes = 2\nstore = \"shared\"\nlatency = \"400ms\"";
+    let report = replay(&[700, 1650], limit, dep);
+    assert_eq!(over_admission(&report, "sliding_window_log"), 1.0);
+    // 1 per 1 s, an idle-key sweep every 3.6 s (a thousandth of the hour): `a` at 3 s
+    // still counts at the sweep of 3.6 s and is idle by the one due at 7.2 s. Sent at
+    // 7.15 s, `b` reaches a store 100 ms away after that sweep, which has forgotten
+    // `a`: the store never holds both keys. A node's own limiter gets `b` before that
+    // sweep, and holds both.
+    let rows = [(3000, "a", 1), (7150, "b", 1)];
+    for (dep, peak) in [
+        ("nodes = 1\nstore = \"shared\"\nlatency = \"100ms\"", 1),
+        ("nodes = 1\nstore = \"local\"", 2),
+    ] {
+        let (report, _) = replay_costs(&rows, limit, dep, "");
+        for a in &report.algorithms {
+            assert_eq!(a.metrics.peak_keys, peak, "{dep}: {}", a.name);
+        }
+    }
+}
+
+#[test]
+fn a_node_whose_clock_is_behind_sweeps_late_enough_to_keep_what_it_still_counts() {
+    // 1 per 1 s, round robin over two nodes, the first 1 s behind. Its clock stamps
+    // `c` at 2 s and 2.7 s: the second is denied on every algorithm, although the
+    // idle-key sweep due at 3.6 s (a thousandth of the hour) comes between them. `o`
+    // only takes the second node's turn.
+    let limit = "max_requests = 1\nwindow = \"1s\"";
+    let dep = "nodes = 2\nstore = \"local\"\nclock_skew = \"1s\"";
+    let rows = [(3000, "c", 1), (3300, "o", 1), (3700, "c", 1)];
+    let (report, decisions) = replay_costs(&rows, limit, dep, "");
+    for (a, rows) in report.algorithms.iter().zip(&decisions) {
+        let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+        assert_eq!(allowed, [true, true, false], "{}: {rows:?}", a.name);
+        assert_eq!(a.metrics.over_admission, 1.0, "{}", a.name);
+    }
+}
+
+#[test]
+fn a_synced_node_hears_of_an_admission_when_its_exchange_arrives_and_not_before() {
+    // 1 per 10 s, two nodes in turn, an exchange every second that arrives 100 ms after
+    // its cut. `c` is admitted by the first node; the second admits `c` again until the
+    // exchange that covers it arrives (at 1.1 s for an admission at 0.5 s), and denies
+    // it from that instant on. Rounds with nothing to exchange are skipped, never the
+    // next one: an admission at 2.95 s, after two idle rounds, arrives at 3.1 s.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let dep = "nodes = 2\nstore = \"synced\"\nsync_interval = \"1s\"\nlatency = \"100ms\"";
+    for (times, second_allowed) in [
+        ([500, 1099], true),
+        ([500, 1100], false),
+        // An admission at the cut itself belongs to the next exchange.
+        ([1000, 1500], true),
+        ([1000, 2100], false),
+        ([2950, 3050], true),
+        ([2950, 3200], false),
+    ] {
+        let rows = times.map(|t| (t, "c", 1));
+        let (report, decisions) = replay_costs(&rows, limit, dep, "");
+        for (a, rows) in report.algorithms.iter().zip(&decisions) {
+            let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+            assert_eq!(allowed, [true, second_allowed], "{}: {times:?}", a.name);
+        }
+    }
+}
+
+#[test]
+fn an_admission_made_while_an_exchange_is_on_its_way_travels_with_the_next_one() {
+    // As above (two nodes in turn, an exchange every second, 100 ms on the way). `c`
+    // is admitted by the second node at 1.05 s, after the cut at 1 s and before that
+    // exchange arrives; nothing more of `c` until the exchange cut at 2 s, which
+    // carries it: the first node, asked at 2.3 s, denies `c`.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let dep = "nodes = 2\nstore = \"synced\"\nsync_interval = \"1s\"\nlatency = \"100ms\"";
+    let rows = [
+        (500, "x", 1),
+        (1050, "c", 1),
+        (1200, "y", 1),
+        (2200, "z", 1),
+        (2300, "c", 1),
+    ];
+    let (report, decisions) = replay_costs(&rows, limit, dep, "");
+    for (a, rows) in report.algorithms.iter().zip(&decisions) {
+        let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
+        assert_eq!(allowed, [true, true, true, true, false], "{}", a.name);
+    }
+}
+
+#[test]
+fn a_synced_deployments_peak_keys_add_up_every_nodes_keys_and_the_agreed_ones() {
+    // `c` admitted by the first node at 0.5 s; the exchange at 1.1 s gives it to the
+    // second, which then admits `d`: two nodes hold 1 and 2 keys, the agreed state 1.
+    let limit = "max_requests = 1\nwindow = \"10s\"";
+    let dep = "nodes = 2\nstore = \"synced\"\nsync_interval = \"1s\"\nlatency = \"100ms\"";
+    let (report, _) = replay_costs(&[(500, "c", 1), (1500, "d", 1)], limit, dep, "");
+    for a in &report.algorithms {
+        assert_eq!(a.metrics.peak_keys, 4, "{}", a.name);
+    }
 }

@@ -58,6 +58,52 @@ fn every_configuration_of_a_sweep_reports_what_a_run_of_it_reports() {
     }
 }
 
+#[test]
+fn a_sweeps_progress_counts_every_algorithm_of_every_configuration_to_the_end() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let scenario = load(&path);
+    let rules = rules();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let callback = |done: u64, total: u64| seen.lock().unwrap().push((done, total));
+    let options = RunOptions {
+        threads: 2,
+        progress: Some(&callback),
+        ..RunOptions::default()
+    };
+    sim::sweep(&scenario, &rules, &options).unwrap();
+    let seen = seen.into_inner().unwrap();
+    let total = (rules.len() * scenario.algorithms.len()) as u64 * sim::PROGRESS_STEPS;
+    assert!(
+        seen.iter().all(|&(done, t)| t == total && done <= total),
+        "{seen:?}"
+    );
+    let most = seen.iter().map(|&(done, _)| done).max();
+    assert_eq!(most, Some(total), "{seen:?}");
+}
+
+#[test]
+fn a_sweep_with_more_configurations_than_threads_works_on_exactly_that_many_threads() {
+    // Each worker reports its algorithms' progress from its own thread; four
+    // configurations keep one or two workers busy.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/burst.toml");
+    let scenario = load(&path);
+    let rules = rules();
+    for threads in [1, 2] {
+        let workers = std::sync::Mutex::new(std::collections::HashSet::new());
+        let callback = |_: u64, _: u64| {
+            workers.lock().unwrap().insert(std::thread::current().id());
+        };
+        let options = RunOptions {
+            threads,
+            progress: Some(&callback),
+            ..RunOptions::default()
+        };
+        sim::sweep(&scenario, &rules, &options).unwrap();
+        let workers = workers.into_inner().unwrap().len();
+        assert_eq!(workers, threads, "{} configurations", rules.len());
+    }
+}
+
 mod cli {
     use std::fs;
     use std::path::Path;
