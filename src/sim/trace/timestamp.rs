@@ -402,4 +402,24 @@ mod tests {
         let err = parse("1000000000000000000000000000000", TimeFormat::EpochS).unwrap_err();
         assert!(err.ends_with("is too large for a time"), "{err}");
     }
+
+    #[test]
+    fn a_date_and_time_need_their_separators() {
+        assert!(rfc_secs("2024-05-14T09:00:00Z").is_ok());
+        for text in [
+            "2024x05-14T09:00:00Z",
+            "2024-05x14T09:00:00Z",
+            "2024-05-14x09:00:00Z",
+        ] {
+            assert!(rfc_secs(text).is_err(), "{text}");
+        }
+        assert!(parse("14/May/2024:09:00:00 +0000", TimeFormat::Clf).is_ok());
+        for text in [
+            "14xMay/2024:09:00:00 +0000",
+            "14/Mayx2024:09:00:00 +0000",
+            "14/May/2024x09:00:00 +0000",
+        ] {
+            assert!(parse(text, TimeFormat::Clf).is_err(), "{text}");
+        }
+    }
 }
