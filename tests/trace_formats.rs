@@ -465,3 +465,108 @@ fn a_bad_line_mid_trace_fails_the_run_on_one_thread_or_several() {
         );
     }
 }
+
+#[test]
+fn a_combined_log_s_quoted_fields_are_unescaped() {
+    let line = "10.0.0.1 - - [14/May/2024:11:00:00 +0200] \"GET / HTTP/1.1\" 200 1 \
+                \"http://r/?q=\\\"x\\\"\" \"agent \\\\ \\\"q\\\" \\x22\"\n";
+    let by = |field: &str| -> String {
+        let o = TraceOptions {
+            key: Some(KeyTemplate::parse(field).unwrap()),
+            ..options(TraceFormat::Combined)
+        };
+        rows(line, &o).unwrap().remove(0).key
+    };
+    assert_eq!(by("referer"), "http://r/?q=\"x\"");
+    assert_eq!(
+        by("user_agent"),
+        "agent \\ \"q\" \\x22",
+        "nginx's \\x22 kept as written"
+    );
+}
+
+#[test]
+fn a_request_line_that_is_not_method_target_protocol_has_none_of_them() {
+    for request in ["-", "GET /", " / HTTP/1.1", "GET  HTTP/1.1"] {
+        let line =
+            format!("10.0.0.1 - - [14/May/2024:11:00:00 +0200] \"{request}\" 400 0 \"-\" \"t\"\n");
+        for field in ["method", "target", "path", "protocol"] {
+            let o = TraceOptions {
+                key: Some(KeyTemplate::parse(&format!("{{ip}}{{{field}}}")).unwrap()),
+                ..options(TraceFormat::Combined)
+            };
+            let err = rows(&line, &o).unwrap_err();
+            assert!(
+                err.starts_with(&format!("t.log:1:1: no `{field}` field")),
+                "{request:?}: {err}"
+            );
+        }
+        let o = TraceOptions {
+            key: Some(KeyTemplate::parse("request").unwrap()),
+            ..options(TraceFormat::Combined)
+        };
+        assert_eq!(
+            rows(&line, &o).unwrap()[0].key,
+            request,
+            "the request as written"
+        );
+    }
+}
+
+#[test]
+fn a_csv_without_a_header_row_keeps_its_first_row() {
+    let positional = rows("0,alice\n1,bob,2\n", &TraceOptions::default()).unwrap();
+    assert_eq!(positional, [row(0, "alice", None), row(S, "bob", Some(2))]);
+    // Named columns without a header are `time_s,key,cost`.
+    let named = TraceOptions {
+        time_format: Some(ratesim::sim::TimeFormat::EpochS),
+        ..TraceOptions::default()
+    };
+    assert_eq!(
+        rows("1715677200,alice\n1715677201,bob,3\n", &named).unwrap(),
+        [row(0, "alice", None), row(S, "bob", Some(3))]
+    );
+}
+
+#[test]
+fn only_the_first_row_can_be_a_header() {
+    // Two exports concatenated: the second header is a row with a bad time.
+    let err = rows(
+        "time_s,key\n0,a\ntime_s,key\n1,b\n",
+        &TraceOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.starts_with("t.log:3:1: bad time_s"), "{err}");
+}
+
+#[test]
+fn a_positional_csv_row_needs_two_or_three_fields() {
+    let err = rows("0,a\n1\n", &TraceOptions::default()).unwrap_err();
+    assert_eq!(
+        err,
+        "t.log:2:1: expected `time_s,key[,cost]`, found 1 field"
+    );
+    let err = rows("0,a\n1,a,1,x\n", &TraceOptions::default()).unwrap_err();
+    assert_eq!(
+        err,
+        "t.log:2:1: expected `time_s,key[,cost]`, found 4 fields"
+    );
+}
+
+#[test]
+fn a_cost_is_optional_only_in_the_classic_csv() {
+    // The classic CSV's cost column may be missing or empty: the source's cost applies.
+    assert_eq!(
+        rows("0,a,\n1,b\n", &TraceOptions::default()).unwrap(),
+        [row(0, "a", None), row(S, "b", None)]
+    );
+    // A cost field named by the scenario must be on every line.
+    let o = TraceOptions {
+        cost_field: Some("bytes".into()),
+        ..options(TraceFormat::Jsonl)
+    };
+    let text = "{\"time\":\"2024-05-14T09:00:00Z\",\"ip\":\"a\",\"bytes\":3}\n\
+                {\"time\":\"2024-05-14T09:00:01Z\",\"ip\":\"a\"}\n";
+    let err = rows(text, &o).unwrap_err();
+    assert_eq!(err, "t.log:2:1: no `bytes` field for the cost");
+}

@@ -216,3 +216,59 @@ impl Origin {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request of `key` at `stamp` ns, its time written as `text`.
+    fn request(stamp: Stamp, key: &str, text: &str) -> Request {
+        Request {
+            stamp,
+            key: key.to_string(),
+            cost: None,
+            line: 1,
+            time_text: text.to_string(),
+        }
+    }
+
+    fn drain(sorter: &mut Sorter) -> Vec<String> {
+        std::iter::from_fn(|| sorter.pop()).map(|r| r.key).collect()
+    }
+
+    #[test]
+    fn requests_at_one_instant_leave_in_file_order() {
+        let mut sorter = Sorter::new(Nanos::from_secs(5), SameSecond::Keep, false);
+        let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+        for (i, key) in keys.iter().enumerate() {
+            // Two instants, interleaved in the file.
+            let stamp = if i % 3 == 0 { 2 * NS } else { NS };
+            sorter.push(request(stamp, key, "t"), "t").unwrap();
+        }
+        sorter.finish();
+        let want: Vec<String> = keys
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 != 0)
+            .chain(keys.iter().enumerate().filter(|(i, _)| i % 3 == 0))
+            .map(|(_, k)| k.clone())
+            .collect();
+        assert_eq!(drain(&mut sorter), want);
+    }
+
+    #[test]
+    fn a_line_too_early_is_compared_with_the_first_line_that_reached_the_latest_time() {
+        // The same instant written two ways: the message quotes the line that first
+        // reached it.
+        let mut sorter = Sorter::new(Nanos::ZERO, SameSecond::Keep, true);
+        let at = |s: i128| s * NS;
+        sorter.push(request(at(10), "a", "10"), "t").unwrap();
+        sorter.push(request(at(12), "b", "12.0"), "t").unwrap();
+        sorter.push(request(at(12), "c", "12"), "t").unwrap();
+        let err = sorter.push(request(at(11), "d", "11"), "t").unwrap_err();
+        assert!(
+            err.starts_with("t 11 is earlier than the previous row's 12.0;"),
+            "{err}"
+        );
+    }
+}

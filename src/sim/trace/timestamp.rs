@@ -267,4 +267,159 @@ mod tests {
             "a dot needs decimals"
         );
     }
+
+    /// `text` as RFC 3339, in whole seconds since the epoch.
+    fn rfc_secs(text: &str) -> Result<i128, String> {
+        parse(text, TimeFormat::Rfc3339).map(|ns| ns.div_euclid(NS))
+    }
+
+    #[test]
+    fn absolute_times_are_unix_times_across_centuries_and_before_1970() {
+        // Checked against Python's `calendar.timegm`.
+        let cases: [(&str, i128); 10] = [
+            ("1969-12-31T23:59:59Z", -1),
+            ("0001-01-01T00:00:00Z", -62_135_596_800),
+            ("1600-02-29T00:00:00Z", -11_670_998_400),
+            ("1900-02-28T00:00:00Z", -2_203_977_600),
+            ("1900-03-01T00:00:00Z", -2_203_891_200),
+            ("2000-02-29T12:00:00Z", 951_825_600),
+            ("2000-03-01T00:00:00Z", 951_868_800),
+            ("2024-05-14T09:00:00Z", 1_715_677_200),
+            ("2100-03-01T00:00:00Z", 4_107_542_400),
+            ("9999-12-31T23:59:59Z", 253_402_300_799),
+        ];
+        for (text, secs) in cases {
+            assert_eq!(rfc_secs(text), Ok(secs), "{text}");
+        }
+    }
+
+    #[test]
+    fn every_common_log_month_name_is_its_month() {
+        let names = [
+            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            let clf = format!("01/{name}/2023:00:00:00 +0000");
+            let rfc = format!("2023-{:02}-01T00:00:00Z", i + 1);
+            assert_eq!(
+                parse(&clf, TimeFormat::Clf),
+                parse(&rfc, TimeFormat::Rfc3339),
+                "{clf}"
+            );
+        }
+        assert!(parse("01/Foo/2023:00:00:00 +0000", TimeFormat::Clf).is_err());
+    }
+
+    #[test]
+    fn each_month_ends_on_its_last_day() {
+        let last = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+        for (month, days) in (1..).zip(last) {
+            let day = |d: u32| rfc_secs(&format!("2023-{month:02}-{d:02}T00:00:00Z"));
+            assert!(day(days).is_ok(), "2023-{month:02}-{days}");
+            let err = day(days + 1).unwrap_err();
+            assert!(err.contains("no such date"), "{err}");
+        }
+        for text in [
+            "2023-01-00T00:00:00Z",
+            "2023-00-10T00:00:00Z",
+            "2023-13-10T00:00:00Z",
+        ] {
+            let err = rfc_secs(text).unwrap_err();
+            assert!(err.contains("no such date"), "{text}: {err}");
+        }
+        let err = parse("00/Jan/2023:00:00:00 +0000", TimeFormat::Clf).unwrap_err();
+        assert!(err.contains("no such date"), "{err}");
+    }
+
+    #[test]
+    fn a_clock_or_zone_out_of_range_or_misspelled_is_an_error() {
+        let latest = rfc_secs("2024-05-14T23:59:59.999999999+23:59");
+        assert_eq!(latest, Ok(1_715_731_199 - (23 * 3600 + 59 * 60)));
+        for text in [
+            "2024-05-14T24:00:00Z",
+            "2024-05-14T23:60:00Z",
+            "2024-05-14T23:59:60Z",
+            "2024-05-14T24:60:00Z",
+            "2024-05-14T09x00:00Z",
+            "2024-05-14T09:00x00Z",
+            "2024-05-14T09:00:00.Z",
+            "2024-05-14T09:00:00+24:00",
+            "2024-05-14T09:00:00+00:60",
+            "2024-05-14T09:00:00+0000",
+            "2024-05-14T09:00:00",
+        ] {
+            assert!(rfc_secs(text).is_err(), "{text}");
+        }
+        assert_eq!(
+            parse("14/May/2024:23:59:59 -2359", TimeFormat::Clf).map(|ns| ns / NS),
+            Ok(1_715_731_199 + 23 * 3600 + 59 * 60)
+        );
+        for text in [
+            "14/May/2024:09:00:00 +2400",
+            "14/May/2024:09:00:00 -0060",
+            "14/May/2024:24:00:00 +0000",
+            "14/May/2024:09:00:00 +00:00",
+        ] {
+            assert!(parse(text, TimeFormat::Clf).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_clock_is_read_from_the_start_of_its_bytes() {
+        assert_eq!(time_of_day(b"23:59:59"), Some((86_399 * NS, &b""[..])));
+        assert_eq!(
+            time_of_day(b"00:00:01.5 +0100"),
+            Some((NS + NS / 2, &b" +0100"[..]))
+        );
+        assert_eq!(time_of_day(b"23:59"), None);
+    }
+
+    #[test]
+    fn an_epoch_before_1970_is_negative() {
+        assert_eq!(parse("-1.5", TimeFormat::EpochS), Ok(-1_500_000_000));
+        assert_eq!(parse("-1500", TimeFormat::EpochMs), Ok(-1_500_000_000));
+        assert_eq!(parse("-7", TimeFormat::EpochNs), Ok(-7));
+    }
+
+    #[test]
+    fn an_epoch_time_that_is_not_a_number_says_which_unit_was_expected() {
+        for text in ["", ".5", "1e9", "1.x", "x.5"] {
+            let err = parse(text, TimeFormat::EpochMs).unwrap_err();
+            assert_eq!(
+                err,
+                format!(
+                    "`{text}` is not a number; expected milliseconds since the Unix epoch, \
+                     like 1700000000 or 1700000000.25"
+                )
+            );
+        }
+        let err = parse("1e9", TimeFormat::EpochNs).unwrap_err();
+        assert_eq!(
+            err,
+            "`1e9` is not a number; expected whole nanoseconds since the Unix epoch, like \
+             1700000000000000000"
+        );
+        let err = parse("1000000000000000000000000000000", TimeFormat::EpochS).unwrap_err();
+        assert!(err.ends_with("is too large for a time"), "{err}");
+    }
+
+    #[test]
+    fn a_date_and_time_need_their_separators() {
+        assert!(rfc_secs("2024-05-14T09:00:00Z").is_ok());
+        for text in [
+            "2024x05-14T09:00:00Z",
+            "2024-05x14T09:00:00Z",
+            "2024-05-14x09:00:00Z",
+        ] {
+            assert!(rfc_secs(text).is_err(), "{text}");
+        }
+        assert!(parse("14/May/2024:09:00:00 +0000", TimeFormat::Clf).is_ok());
+        for text in [
+            "14xMay/2024:09:00:00 +0000",
+            "14/Mayx2024:09:00:00 +0000",
+            "14/May/2024x09:00:00 +0000",
+        ] {
+            assert!(parse(text, TimeFormat::Clf).is_err(), "{text}");
+        }
+    }
 }
