@@ -101,12 +101,13 @@ sim | all)
     # this build its mutants change no code, so they are left out here (-E).
     # A glob's `*` stops at a slash: the deployments (engine/deployment/) are named
     # apart, and the wave-2 tests (deployments, sweeps, traces) run with the rest.
+    # plugin: a registered algorithm through the engine and calibrate's own runs.
     run sim 'src/sim/engine/*.rs' 'src/sim/engine/deployment/*.rs' 'src/sim/traffic/*.rs' \
         'src/sim/scenario/**/*.rs' 'src/sim/trace/*.rs' src/sim/mod.rs src/sim/worst_case.rs \
         src/sim/calibrate.rs --exclude-re=remote:: \
         -- --lib --test sim_engine --test sim_scenarios --test sim_limits --test worst_case \
         --test sim_deployment --test sweep --test trace_formats --test trace_input \
-        --test trace_times || status=$?
+        --test trace_times --test plugin || status=$?
     ;;&
 report | all)
     run report src/report/csvout.rs -- --lib --test report_csv || status=$?

@@ -10,6 +10,7 @@ use ratesim::registry::Entry;
 use ratesim::report::charts::{algorithm_color, render_window_counts_rgb};
 use ratesim::report::run::window_count_chart;
 use ratesim::report::{self, DecisionParts, TableOptions, WriteOptions};
+use ratesim::sim::calibrate::calibrate;
 use ratesim::sim::worst_case::{SearchOptions, search};
 use ratesim::sim::{self, DecisionSink, RunOptions, Scenario};
 use ratesim::{Algorithm, BoxedAlgorithm, Nanos, Registry, Rule};
@@ -258,5 +259,19 @@ fn a_scenario_cannot_name_an_algorithm_its_registry_does_not_hold() {
         text.starts_with("plugin.toml:4:")
             && text.contains("unknown algorithm `fixed_window_plus_one`"),
         "{text}"
+    );
+}
+
+#[test]
+fn calibrate_simulates_a_registered_algorithm_from_the_callers_registry() {
+    // The Poisson runs build their scenario and run it with the registry given, so an
+    // algorithm only that registry knows is calibrated like a built-in.
+    let rule = Rule::new(5, Nanos::from_secs(10)).unwrap();
+    let calibration = calibrate(&registry(), NAME, rule, SearchOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(calibration.nominal_worst, 12);
+    assert!(
+        (1..=12).contains(&calibration.poisson_1x) && (1..=12).contains(&calibration.poisson_2x),
+        "{calibration:?}"
     );
 }

@@ -4,7 +4,10 @@
 use std::path::Path;
 
 use ratesim::Nanos;
-use ratesim::sim::{SameSecond, TimeFormat, TraceFormat, TraceOptions, TraceReader};
+use ratesim::sim::{
+    self, NoopSink, RunOptions, SameSecond, Scenario, TimeFormat, TraceFormat, TraceOptions,
+    TraceReader,
+};
 
 /// The times of `text` (JSON lines `{"t":…,"ip":"k"}`) read as `options` say.
 fn times(text: &str, options: &TraceOptions) -> Result<Vec<u64>, String> {
@@ -237,5 +240,31 @@ fn a_combined_log_s_clf_times_are_whole_seconds_in_their_zone() {
     assert_eq!(
         (first.time, second.time),
         (Nanos::ZERO, Nanos::from_secs(1))
+    );
+}
+
+#[test]
+fn a_scenario_files_reorder_reaches_the_trace_it_replays() {
+    // The reader's bound is pinned above; this pins the scenario field that sets it.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.jsonl"), lines(&["1", "3", "2"])).unwrap();
+    let run = |reorder: &str| {
+        let text = format!(
+            "name = \"r\"\nduration = \"10s\"\n[limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+             [[traffic]]\nkind = \"trace\"\npath = \"t.jsonl\"\nformat = \"jsonl\"\n\
+             time_field = \"t\"\ntime_format = \"epoch_s\"\n{reorder}"
+        );
+        let scenario = Scenario::parse(&text, &dir.path().join("s.toml")).unwrap();
+        sim::run(&scenario, &RunOptions::default(), &mut |_| {
+            Ok(Box::new(NoopSink))
+        })
+        .map(|report| report.algorithms[0].metrics.requests)
+        .map_err(|e| e.to_string())
+    };
+    assert_eq!(run("reorder = \"1s\"\n"), Ok(3));
+    let err = run("").unwrap_err();
+    assert!(
+        err.contains("t.jsonl:3:1: t 2 is earlier than the previous row's 3"),
+        "{err}"
     );
 }
