@@ -570,3 +570,32 @@ fn a_cost_is_optional_only_in_the_classic_csv() {
     let err = rows(text, &o).unwrap_err();
     assert_eq!(err, "t.log:2:1: no `bytes` field for the cost");
 }
+
+#[test]
+fn a_whole_number_that_does_not_parse_says_why() {
+    use ratesim::sim::{parse_whole, parse_whole_from};
+    let range = |min: u64| format!("expected a whole number from {min} to {}", u64::MAX);
+    assert_eq!(parse_whole_from("1", 1), Ok(1));
+    assert_eq!(parse_whole("+7"), Ok(7));
+    assert_eq!(
+        parse_whole_from("0", 1),
+        Err(format!("`0` is too small; {}", range(1)))
+    );
+    for big in ["18446744073709551616", "+18446744073709551616"] {
+        assert_eq!(
+            parse_whole(big),
+            Err(format!("`{big}` is too large (at most {})", u64::MAX))
+        );
+    }
+    assert_eq!(
+        parse_whole("-5"),
+        Err(format!("`-5` is negative; {}", range(0)))
+    );
+    for text in ["1x", "", "-", "+", "-x"] {
+        assert_eq!(
+            parse_whole(text),
+            Err(format!("`{text}` is not a whole number; {}", range(0))),
+            "{text:?}"
+        );
+    }
+}
