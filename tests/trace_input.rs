@@ -260,3 +260,32 @@ fn the_bundled_nginx_log_scenario_replays_every_recorded_request() {
         "the scraper sends most requests ({scraper} of {n})"
     );
 }
+
+#[test]
+fn a_line_up_to_one_mebibyte_is_read_and_a_longer_one_is_a_bad_line() {
+    const MAX: usize = 1 << 20; // counting its newline
+    let line = |len: usize| {
+        let head = "10.0.0.1 - - [14/May/2024:09:00:00 +0000] \"GET /";
+        let tail = " HTTP/1.1\" 200 1 \"-\" \"t\"\n";
+        format!("{head}{}{tail}", "a".repeat(len - head.len() - tail.len()))
+    };
+    let rows = read(line(MAX).into_bytes(), &combined()).unwrap();
+    assert_eq!(rows.len(), 1, "a line of exactly {MAX} bytes is a request");
+    let text = format!("{}{}", line(MAX + 1), log(2));
+    let err = read(text.clone().into_bytes(), &combined()).unwrap_err();
+    assert!(
+        err.starts_with("t.log:1:1: a line longer than 1048576 bytes"),
+        "{}",
+        &err[..err.len().min(200)]
+    );
+    let skipping = TraceOptions {
+        skip_bad_lines: true,
+        ..combined()
+    };
+    let rows = read(text.into_bytes(), &skipping).unwrap();
+    assert_eq!(
+        rows.len(),
+        2,
+        "the long line is consumed, the next ones read"
+    );
+}
