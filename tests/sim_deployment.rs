@@ -84,19 +84,33 @@ fn shared_with_no_latency_and_no_skew_is_byte_identical_to_one_server() {
     }
 }
 
-/// One client's requests at `times_ms` under `limit` (TOML lines) and `deployment`.
-fn replay(times_ms: &[u64], limit: &str, deployment: &str) -> RunReport {
+/// `rows` (`(ms, key, cost)`) replayed for `duration` under `limit` (TOML lines), on
+/// `deployment` (TOML lines), with `client` (TOML lines, or empty for open clients);
+/// the report and every decision.
+fn replay_trace(
+    rows: &[(u64, &str, u64)],
+    duration: &str,
+    limit: &str,
+    deployment: &str,
+    client: &str,
+) -> (RunReport, Vec<Vec<Row>>) {
     let dir = tempfile::tempdir().unwrap();
-    let mut csv = String::from("time_s,key\n");
-    for t in times_ms {
-        csv.push_str(&format!("{}.{:03},c\n", t / 1000, t % 1000));
+    let mut csv = String::from("time_s,key,cost\n");
+    for (t, key, cost) in rows {
+        csv.push_str(&format!("{}.{:03},{key},{cost}\n", t / 1000, t % 1000));
     }
     std::fs::write(dir.path().join("t.csv"), csv).unwrap();
     let text = format!(
-        "name = \"r\"\nduration = \"10s\"\nalgorithms = [\"all\"]\n[limit]\n{limit}\n\
-         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n[deployment]\n{deployment}"
+        "name = \"r\"\nduration = \"{duration}\"\nalgorithms = [\"all\"]\n[limit]\n{limit}\n\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n{client}\n[deployment]\n{deployment}"
     );
-    run_quiet(&parse_at(&text, &dir.path().join("r.toml")))
+    run_capturing(&parse_at(&text, &dir.path().join("r.toml")), 1)
+}
+
+/// One client's requests at `times_ms` under `limit` (TOML lines) and `deployment`.
+fn replay(times_ms: &[u64], limit: &str, deployment: &str) -> RunReport {
+    let rows: Vec<(u64, &str, u64)> = times_ms.iter().map(|&t| (t, "c", 1)).collect();
+    replay_trace(&rows, "10s", limit, deployment, "").0
 }
 
 /// A 1-per-10s limit on one client, requests at `times_ms`, `shared_racy` at 10 ms.
@@ -321,28 +335,6 @@ fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names(
     );
 }
 
-/// `rows` (`(ms, key, cost)`) replayed for 1 h under `limit` (TOML lines), on
-/// `deployment` (TOML lines), with `client` (TOML lines, or empty for open clients);
-/// the report and every decision.
-fn replay_costs(
-    rows: &[(u64, &str, u64)],
-    limit: &str,
-    deployment: &str,
-    client: &str,
-) -> (RunReport, Vec<Vec<Row>>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut csv = String::from("time_s,key,cost\n");
-    for (t, key, cost) in rows {
-        csv.push_str(&format!("{}.{:03},{key},{cost}\n", t / 1000, t % 1000));
-    }
-    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
-    let text = format!(
-        "name = \"r\"\nduration = \"1h\"\nalgorithms = [\"all\"]\n[limit]\n{limit}\n\
-         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n{client}\n[deployment]\n{deployment}"
-    );
-    run_capturing(&parse_at(&text, &dir.path().join("r.toml")), 1)
-}
-
 #[test]
 fn on_every_store_a_cost_above_the_capacity_never_fits_and_a_lone_limiters_advice_is_judged() {
     // 2 per 10 s, one node: cost 1 at 0, 1 and 2 s (the third is denied, and would
@@ -358,7 +350,7 @@ fn on_every_store_a_cost_above_the_capacity_never_fits_and_a_lone_limiters_advic
         ("\"synced\"\nsync_interval = \"1s\"", false),
     ] {
         let dep = format!("nodes = 1\nstore = {store}");
-        let (report, decisions) = replay_costs(&rows, limit, &dep, "");
+        let (report, decisions) = replay_trace(&rows, "1h", limit, &dep, "");
         for (a, rows) in report.algorithms.iter().zip(&decisions) {
             let m = &a.metrics;
             let context = format!("{store}: {}: {m:?}", a.name);
@@ -388,7 +380,8 @@ fn a_retry_through_a_distant_store_waits_the_round_trip_then_the_advised_wait() 
         "\"shared_racy\"",
     ] {
         let dep = format!("nodes = 2\nstore = {store}\nlatency = \"100ms\"");
-        let (report, decisions) = replay_costs(&[(0, "c", 1), (1000, "c", 1)], limit, &dep, client);
+        let (report, decisions) =
+            replay_trace(&[(0, "c", 1), (1000, "c", 1)], "1h", limit, &dep, client);
         for (a, rows) in report.algorithms.iter().zip(&decisions) {
             let context = format!("{store}: {}: {rows:?}", a.name);
             let [first, denied, retry] = rows.as_slice() else {
@@ -428,7 +421,7 @@ fn a_store_deciding_on_its_own_clock_sweeps_by_that_clock() {
         ("nodes = 1\nstore = \"shared\"\nlatency = \"100ms\"", 1),
         ("nodes = 1\nstore = \"local\"", 2),
     ] {
-        let (report, _) = replay_costs(&rows, limit, dep, "");
+        let (report, _) = replay_trace(&rows, "1h", limit, dep, "");
         for a in &report.algorithms {
             assert_eq!(a.metrics.peak_keys, peak, "{dep}: {}", a.name);
         }
@@ -444,7 +437,7 @@ fn a_node_whose_clock_is_behind_sweeps_late_enough_to_keep_what_it_still_counts(
     let limit = "max_requests = 1\nwindow = \"1s\"";
     let dep = "nodes = 2\nstore = \"local\"\nclock_skew = \"1s\"";
     let rows = [(3000, "c", 1), (3300, "o", 1), (3700, "c", 1)];
-    let (report, decisions) = replay_costs(&rows, limit, dep, "");
+    let (report, decisions) = replay_trace(&rows, "1h", limit, dep, "");
     for (a, rows) in report.algorithms.iter().zip(&decisions) {
         let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
         assert_eq!(allowed, [true, true, false], "{}: {rows:?}", a.name);
@@ -471,7 +464,7 @@ fn a_synced_node_hears_of_an_admission_when_its_exchange_arrives_and_not_before(
         ([2950, 3200], false),
     ] {
         let rows = times.map(|t| (t, "c", 1));
-        let (report, decisions) = replay_costs(&rows, limit, dep, "");
+        let (report, decisions) = replay_trace(&rows, "1h", limit, dep, "");
         for (a, rows) in report.algorithms.iter().zip(&decisions) {
             let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
             assert_eq!(allowed, [true, second_allowed], "{}: {times:?}", a.name);
@@ -494,7 +487,7 @@ fn an_admission_made_while_an_exchange_is_on_its_way_travels_with_the_next_one()
         (2200, "z", 1),
         (2300, "c", 1),
     ];
-    let (report, decisions) = replay_costs(&rows, limit, dep, "");
+    let (report, decisions) = replay_trace(&rows, "1h", limit, dep, "");
     for (a, rows) in report.algorithms.iter().zip(&decisions) {
         let allowed: Vec<bool> = rows.iter().map(|r| r.allowed).collect();
         assert_eq!(allowed, [true, true, true, true, false], "{}", a.name);
@@ -507,7 +500,7 @@ fn a_synced_deployments_peak_keys_add_up_every_nodes_keys_and_the_agreed_ones() 
     // second, which then admits `d`: two nodes hold 1 and 2 keys, the agreed state 1.
     let limit = "max_requests = 1\nwindow = \"10s\"";
     let dep = "nodes = 2\nstore = \"synced\"\nsync_interval = \"1s\"\nlatency = \"100ms\"";
-    let (report, _) = replay_costs(&[(500, "c", 1), (1500, "d", 1)], limit, dep, "");
+    let (report, _) = replay_trace(&[(500, "c", 1), (1500, "d", 1)], "1h", limit, dep, "");
     for a in &report.algorithms {
         assert_eq!(a.metrics.peak_keys, 4, "{}", a.name);
     }
