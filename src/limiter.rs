@@ -352,13 +352,16 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         Ok(self.decide(key, cost, || {}))
     }
 
-    /// Shorthand for `try_acquire(key).allowed`.
+    /// `try_acquire(key).allowed`, without working out the rest of the decision: the
+    /// same permit is consumed, but `remaining`, `retry_after` and `reset_after` (a
+    /// division or two each) are not computed. For callers that only need yes or no.
     pub fn allow<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.try_acquire(key).allowed
+        // The capacity is at least 1, so cost 1 always fits.
+        self.with_state(key, |algo, state, now| algo.try_acquire(state, now, 1))
     }
 
     /// The decision a request of cost 1 would get now, without consuming anything.

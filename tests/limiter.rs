@@ -315,6 +315,50 @@ fn exclusive_access_decides_exactly_as_the_locked_path() {
 }
 
 #[test]
+fn allow_admits_and_consumes_exactly_as_try_acquire() {
+    // `allow` skips working out `remaining` and the waits; the answer and what it
+    // consumes must be the same. One limiter answers through `allow`, the other through
+    // `try_acquire`, on the same pseudo-random requests; then every state must agree.
+    let rule = Rule::new(3, Nanos::from_secs(1)).unwrap();
+    for name in every_algorithm() {
+        let clock_a = FakeClock::default();
+        let clock_b = FakeClock::default();
+        let yes_no = limiter(&name, rule, &clock_a);
+        let full = limiter(&name, rule, &clock_b);
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut denied = 0;
+        for i in 0..2_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let step = Nanos::new(x % 200_000_000);
+            clock_a.advance(step);
+            clock_b.advance(step);
+            let key = format!("k{}", x % 3);
+            let allowed = yes_no.allow(key.as_str());
+            assert_eq!(
+                allowed,
+                full.try_acquire(key.as_str()).allowed,
+                "{name}, request {i}"
+            );
+            denied += usize::from(!allowed);
+            let probe =
+                |a: &BoxedAlgorithm, s: &mut _, now| (a.remaining(s, now), a.reset_after(s, now));
+            assert_eq!(
+                yes_no.with_state(key.as_str(), probe),
+                full.with_state(key.as_str(), probe),
+                "{name}, request {i}"
+            );
+        }
+        assert!(
+            denied > 100,
+            "{name}: the stream must also test denials ({denied})"
+        );
+        assert_eq!(yes_no.len(), full.len(), "{name}");
+    }
+}
+
+#[test]
 fn integer_keys_work_as_well_as_strings() {
     let clock = FakeClock::default();
     let algorithm = Registry::default()
