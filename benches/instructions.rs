@@ -3,8 +3,10 @@
 //! something. It fills a limiter with 1,000,000 keys, then makes 200,000 decisions over
 //! the first KEYS of them, round-robin, inside `counted_decisions` (the function to
 //! count). Plain contenders take `u32` keys on a fake clock moved one nanosecond a
-//! decision (the `fake_u32` cells); `string/…` ones take `String` keys (`client-0`, …)
-//! on the real clock (the `real_string` cells):
+//! decision (the `fake_u32` cells); `allow/…` ones the same, through `allow` (yes or no,
+//! like governor's `check_key`) instead of `try_acquire` (the whole decision);
+//! `string/…` ones take `String` keys (`client-0`, …) on the real clock (the
+//! `real_string` cells):
 //!
 //! ```sh
 //! cargo bench --bench instructions --no-run      # prints the binary's path
@@ -14,7 +16,8 @@
 //! ```
 //!
 //! Divide the counts callgrind prints by 200,000. CONTENDER is `token_bucket`, `gcra`,
-//! `governor`, `string/token_bucket`, `string/gcra` or `string/governor`; KEYS is 1 to
+//! `governor`, `allow/token_bucket`, `allow/gcra`, `string/token_bucket`, `string/gcra`
+//! or `string/governor`; KEYS is 1 to
 //! 1,000,000. Run by `cargo bench` itself (no arguments)
 //! it only says how to use it.
 
@@ -46,7 +49,8 @@ fn counted_decisions(keys: u32, mut decide: impl FnMut(u32) -> bool) {
     }
 }
 
-fn ratesim<A: Algorithm>(algorithm: A, keys: u32) {
+/// `yes_no`: decide through `allow` rather than `try_acquire`.
+fn ratesim<A: Algorithm>(algorithm: A, keys: u32, yes_no: bool) {
     let clock = FakeClock::new(Nanos::ZERO);
     let limiter: RateLimiter<A, u32, FakeClock> = RateLimiter::with_clock(algorithm, clock.clone());
     for key in 0..HELD {
@@ -54,7 +58,11 @@ fn ratesim<A: Algorithm>(algorithm: A, keys: u32) {
     }
     counted_decisions(keys, |key| {
         clock.advance(Nanos::new(1));
-        limiter.try_acquire(&key).allowed
+        if yes_no {
+            limiter.allow(&key)
+        } else {
+            limiter.try_acquire(&key).allowed
+        }
     });
 }
 
@@ -102,8 +110,14 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let keys = args.get(1).and_then(|k| k.parse::<u32>().ok());
     match (args.first().map(String::as_str), keys) {
-        (Some("token_bucket"), Some(keys @ 1..=HELD)) => ratesim(TokenBucket::new(rule()), keys),
-        (Some("gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys),
+        (Some("token_bucket"), Some(keys @ 1..=HELD)) => {
+            ratesim(TokenBucket::new(rule()), keys, false)
+        }
+        (Some("gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys, false),
+        (Some("allow/token_bucket"), Some(keys @ 1..=HELD)) => {
+            ratesim(TokenBucket::new(rule()), keys, true)
+        }
+        (Some("allow/gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys, true),
         (Some("governor"), Some(keys @ 1..=HELD)) => governor(keys),
         (Some("string/token_bucket"), Some(keys @ 1..=HELD)) => {
             ratesim_string(TokenBucket::new(rule()), keys)
@@ -112,7 +126,9 @@ fn main() {
         (Some("string/governor"), Some(keys @ 1..=HELD)) => governor_string(keys),
         _ => eprintln!(
             "instructions: a harness for callgrind, not a timing bench; run its binary as \
-             `instructions [string/]token_bucket|gcra|governor KEYS` (see benches/instructions.rs)"
+             `instructions CONTENDER KEYS`, CONTENDER one of token_bucket, gcra, governor, \
+             allow/token_bucket, allow/gcra, string/token_bucket, string/gcra, \
+             string/governor (see benches/instructions.rs)"
         ),
     }
 }

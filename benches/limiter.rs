@@ -11,7 +11,9 @@
 //! - `real_string_2_threads/10k`: two threads on 10,000 keys; the time is wall time per
 //!   decision over both threads together.
 //! - `fake_u32/…`: the same with integer keys and a fake clock, as the simulator used it
-//!   until issue 17 (governor on its `FakeRelativeClock`).
+//!   until issue 17 (governor on its `FakeRelativeClock`). `…/token_bucket_allow` and
+//!   `…/gcra_allow` decide through `RateLimiter::allow`, yes or no like governor's
+//!   `check_key`, where the others work out the whole `Decision`.
 //!
 //! Run: `cargo bench --bench limiter` (about 4 minutes; filter with e.g.
 //! `cargo bench --bench limiter -- real_string/1_key`). Plots are off: criterion's
@@ -132,7 +134,15 @@ fn ratesim_compact<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, k
     }
 }
 
-fn ratesim_u32<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, n_max: usize) {
+/// `with_allow`: also time `allow` (the token bucket and GCRA, the contenders of the
+/// governor comparison).
+fn ratesim_u32<A: Algorithm>(
+    c: &mut Criterion,
+    group: &str,
+    algorithm: A,
+    n_max: usize,
+    with_allow: bool,
+) {
     let name = algorithm.name().to_string();
     let clock = FakeClock::new(Nanos::ZERO);
     let limiter: RateLimiter<A, u32, FakeClock> = RateLimiter::with_clock(algorithm, clock.clone());
@@ -148,6 +158,21 @@ fn ratesim_u32<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, n_max
                 b.iter(|| {
                     clock.advance(Nanos::new(1));
                     black_box(limiter.try_acquire(&(walk.next() as u32)))
+                })
+            },
+        );
+        if !with_allow {
+            continue;
+        }
+        // Yes or no only, like governor's `check_key`: `allow` skips `remaining` and
+        // the waits.
+        c.bench_with_input(
+            BenchmarkId::new(format!("{group}/{label}"), format!("{name}_allow")),
+            n,
+            |b, _| {
+                b.iter(|| {
+                    clock.advance(Nanos::new(1));
+                    black_box(limiter.allow(&(walk.next() as u32)))
                 })
             },
         );
@@ -211,16 +236,17 @@ fn real_string(c: &mut Criterion) {
 fn fake_u32(c: &mut Criterion) {
     let group = "fake_u32";
     let n = 1_000_000;
-    ratesim_u32(c, group, TokenBucket::new(rule()), n);
-    ratesim_u32(c, group, Gcra::new(rule()), n);
-    ratesim_u32(c, group, LeakyBucket::new(rule()), n);
-    ratesim_u32(c, group, FixedWindow::new(rule()), n);
-    ratesim_u32(c, group, SlidingWindowCounter::new(rule()), n);
+    ratesim_u32(c, group, TokenBucket::new(rule()), n, true);
+    ratesim_u32(c, group, Gcra::new(rule()), n, true);
+    ratesim_u32(c, group, LeakyBucket::new(rule()), n, false);
+    ratesim_u32(c, group, FixedWindow::new(rule()), n, false);
+    ratesim_u32(c, group, SlidingWindowCounter::new(rule()), n, false);
     ratesim_u32(
         c,
         group,
         SlidingWindowLog::new(Rule::new(100, Nanos::from_secs(1)).unwrap()),
         10_000,
+        false,
     );
     {
         let clock = FakeRelativeClock::default();
