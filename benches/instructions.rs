@@ -16,8 +16,8 @@
 //! ```
 //!
 //! Divide the counts callgrind prints by 200,000. CONTENDER is `token_bucket`, `gcra`,
-//! `governor`, `allow/token_bucket`, `allow/gcra`, `string/token_bucket`, `string/gcra`
-//! or `string/governor`; KEYS is 1 to
+//! `governor`, `allow/token_bucket`, `allow/gcra`, `string/token_bucket`, `string/gcra`,
+//! `string/allow/token_bucket`, `string/allow/gcra` or `string/governor`; KEYS is 1 to
 //! 1,000,000. Run by `cargo bench` itself (no arguments)
 //! it only says how to use it.
 
@@ -70,14 +70,19 @@ fn names() -> Vec<String> {
     (0..HELD).map(|i| format!("client-{i}")).collect()
 }
 
-fn ratesim_string<A: Algorithm>(algorithm: A, keys: u32) {
+fn ratesim_string<A: Algorithm>(algorithm: A, keys: u32, yes_no: bool) {
     let names = names();
     let limiter: RateLimiter<A, String> = RateLimiter::new(algorithm);
     for name in &names {
         black_box(limiter.try_acquire(name.as_str()));
     }
     counted_decisions(keys, |key| {
-        limiter.try_acquire(names[key as usize].as_str()).allowed
+        let name = names[key as usize].as_str();
+        if yes_no {
+            limiter.allow(name)
+        } else {
+            limiter.try_acquire(name).allowed
+        }
     });
 }
 
@@ -120,15 +125,24 @@ fn main() {
         (Some("allow/gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys, true),
         (Some("governor"), Some(keys @ 1..=HELD)) => governor(keys),
         (Some("string/token_bucket"), Some(keys @ 1..=HELD)) => {
-            ratesim_string(TokenBucket::new(rule()), keys)
+            ratesim_string(TokenBucket::new(rule()), keys, false)
         }
-        (Some("string/gcra"), Some(keys @ 1..=HELD)) => ratesim_string(Gcra::new(rule()), keys),
+        (Some("string/gcra"), Some(keys @ 1..=HELD)) => {
+            ratesim_string(Gcra::new(rule()), keys, false)
+        }
+        (Some("string/allow/token_bucket"), Some(keys @ 1..=HELD)) => {
+            ratesim_string(TokenBucket::new(rule()), keys, true)
+        }
+        (Some("string/allow/gcra"), Some(keys @ 1..=HELD)) => {
+            ratesim_string(Gcra::new(rule()), keys, true)
+        }
         (Some("string/governor"), Some(keys @ 1..=HELD)) => governor_string(keys),
         _ => eprintln!(
             "instructions: a harness for callgrind, not a timing bench; run its binary as \
              `instructions CONTENDER KEYS`, CONTENDER one of token_bucket, gcra, governor, \
              allow/token_bucket, allow/gcra, string/token_bucket, string/gcra, \
-             string/governor (see benches/instructions.rs)"
+             string/allow/token_bucket, string/allow/gcra, string/governor (see \
+             benches/instructions.rs)"
         ),
     }
 }
