@@ -208,3 +208,21 @@ fn calibrate_reports_nominal_poisson_and_verified_strict_numbers() {
         assert!(c.strict_worst.is_some_and(|w| w <= 10), "{name}: {c:?}");
     }
 }
+
+/// A bucket whose burst is far below its rate still reaches `B + N − 1`: the greedy
+/// tail after the burst must keep asking for the rate's `N − 1` requests, not only for
+/// a few bursts' worth.
+#[test]
+fn the_search_reaches_the_bound_of_a_bucket_whose_burst_is_far_below_its_rate() {
+    for burst in [1, 2, 10] {
+        let rule = Rule::new(100, Nanos::from_secs(60))
+            .unwrap()
+            .with_burst(burst)
+            .unwrap();
+        for name in ["token_bucket", "leaky_bucket", "gcra"] {
+            let case = search(Registry::builtin(), name, rule, SearchOptions::default()).unwrap();
+            assert_eq!(case.max_in_window, burst + 99, "{name} under {rule}");
+            assert_eq!(case.analytic, Some(burst + 99), "{name} under {rule}");
+        }
+    }
+}
