@@ -283,3 +283,56 @@ fn over_admission_is_the_worst_case_over_the_limit() {
         assert_eq!(case.over_admission, expected, "{name}");
     }
 }
+
+/// A fixed window that refuses any request costing less than 2 (it never passes).
+#[derive(Debug, Clone)]
+struct PairsOnly(ratesim::FixedWindow);
+
+impl ratesim::Algorithm for PairsOnly {
+    type State = <ratesim::FixedWindow as ratesim::Algorithm>::State;
+
+    fn name(&self) -> &str {
+        "pairs_only"
+    }
+    fn rule(&self) -> &Rule {
+        self.0.rule()
+    }
+    fn capacity(&self) -> u64 {
+        self.0.capacity()
+    }
+    fn new_state(&self, now: Nanos) -> Self::State {
+        self.0.new_state(now)
+    }
+    fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool {
+        cost >= 2 && self.0.try_acquire(state, now, cost)
+    }
+    fn remaining(&self, state: &Self::State, now: Nanos) -> u64 {
+        self.0.remaining(state, now)
+    }
+    fn retry_after(&self, state: &Self::State, now: Nanos, cost: u64) -> Option<Nanos> {
+        if cost < 2 {
+            return None;
+        }
+        self.0.retry_after(state, now, cost)
+    }
+    fn reset_after(&self, state: &Self::State, now: Nanos) -> Nanos {
+        self.0.reset_after(state, now)
+    }
+}
+
+/// The systematic plans all send requests of cost 1, which this algorithm never
+/// admits; the random trials' costlier requests find its worst case, a full window of
+/// cost each side of a boundary, and the search reports the best plan, not the first.
+#[test]
+fn the_search_reports_its_best_plan_even_when_only_costlier_requests_pass() {
+    use ratesim::sim::worst_case::search_with;
+    let rule = Rule::new(6, Nanos::from_secs(10)).unwrap();
+    let a = PairsOnly(ratesim::FixedWindow::new(rule));
+    let case = search_with(&a, SearchOptions::default());
+    assert_eq!(case.max_in_window, 12);
+    assert!(
+        case.stream.iter().all(|&(_, cost)| cost >= 2),
+        "{:?}",
+        case.stream
+    );
+}
