@@ -599,3 +599,59 @@ fn a_whole_number_that_does_not_parse_says_why() {
         );
     }
 }
+
+/// A scenario names each trace format by the name the format gives itself, and
+/// `NAMES` lists exactly those names, in the order messages list them.
+#[test]
+fn every_trace_format_reads_back_from_its_own_name() {
+    let formats = [TraceFormat::Csv, TraceFormat::Combined, TraceFormat::Jsonl];
+    for format in formats {
+        assert_eq!(
+            TraceFormat::from_name(format.name()),
+            Some(format),
+            "{format:?}"
+        );
+    }
+    assert_eq!(formats.map(TraceFormat::name), TraceFormat::NAMES);
+    assert_eq!(TraceFormat::from_name("tsv"), None);
+}
+
+/// A key template names at least one field, each inside its own `{…}`; a brace that
+/// opens or closes nothing is an error unless doubled, and each error says why.
+#[test]
+fn a_key_template_refuses_empty_or_broken_fields_and_stray_braces() {
+    let fields = |text: &str| -> Vec<String> {
+        KeyTemplate::parse(text)
+            .unwrap()
+            .fields()
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(fields("{ip}-{{{path}}}"), ["ip", "path"]);
+    let err = |text: &str| KeyTemplate::parse(text).unwrap_err();
+    assert!(err("").starts_with("empty key"), "{}", err(""));
+    for text in ["{ip", "{ip} {path"] {
+        assert!(err(text).contains("is not closed"), "{text}: {}", err(text));
+    }
+    for text in ["{}", "{ip} {}", "{a{b}"] {
+        assert!(
+            err(text).contains("expected a field name inside each"),
+            "{text}: {}",
+            err(text)
+        );
+    }
+    for text in ["ip}", "{ip}}", "{ip} }"] {
+        assert!(
+            err(text).contains("closes nothing"),
+            "{text}: {}",
+            err(text)
+        );
+    }
+    for text in ["{{ip}}", "x{{"] {
+        assert!(
+            err(text).contains("names no field"),
+            "{text}: {}",
+            err(text)
+        );
+    }
+}

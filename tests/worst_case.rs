@@ -208,3 +208,131 @@ fn calibrate_reports_nominal_poisson_and_verified_strict_numbers() {
         assert!(c.strict_worst.is_some_and(|w| w <= 10), "{name}: {c:?}");
     }
 }
+
+/// A bucket whose burst is far below its rate still reaches `B + N − 1`: the greedy
+/// tail after the burst must keep asking for the rate's `N − 1` requests, not only for
+/// a few bursts' worth.
+#[test]
+fn the_search_reaches_the_bound_of_a_bucket_whose_burst_is_far_below_its_rate() {
+    for burst in [1, 2, 10] {
+        let rule = Rule::new(100, Nanos::from_secs(60))
+            .unwrap()
+            .with_burst(burst)
+            .unwrap();
+        for name in ["token_bucket", "leaky_bucket", "gcra"] {
+            let case = search(Registry::builtin(), name, rule, SearchOptions::default()).unwrap();
+            assert_eq!(case.max_in_window, burst + 99, "{name} under {rule}");
+            assert_eq!(case.analytic, Some(burst + 99), "{name} under {rule}");
+        }
+    }
+}
+
+/// After its burst the adversary keeps asking, at each instant the algorithm says it
+/// would pass, for two whole windows: the winning stream of a slow-refilling bucket
+/// ends within one refill of two windows after it began.
+#[test]
+fn the_winning_stream_keeps_asking_for_two_windows_after_its_burst() {
+    let window = Nanos::from_secs(60);
+    let rule = Rule::new(100, window).unwrap().with_burst(1).unwrap();
+    for name in ["token_bucket", "gcra"] {
+        let case = search(Registry::builtin(), name, rule, SearchOptions::default()).unwrap();
+        let (first, last) = (case.stream[0].0, case.stream.last().unwrap().0);
+        let refill = Nanos::from_millis(600);
+        assert!(
+            last - first + refill >= window + window && last - first < window + window,
+            "{name}: the stream runs from {first} to {last}"
+        );
+    }
+}
+
+/// A limit above [`MAX_SEARCHED_LIMIT`], in `max_requests` or in `burst`, is refused
+/// with the limit named; the largest limit allowed is searched.
+#[test]
+fn a_limit_above_the_largest_searched_is_refused_and_the_largest_is_searched() {
+    use ratesim::sim::worst_case::{MAX_SEARCHED_LIMIT, SearchError};
+    let quick = SearchOptions { trials: 0, seed: 1 };
+    let second = Nanos::from_secs(1);
+    let over = Rule::new(MAX_SEARCHED_LIMIT + 1, second).unwrap();
+    assert_eq!(
+        search(Registry::builtin(), "fixed_window", over, quick),
+        Err(SearchError::TooLarge(MAX_SEARCHED_LIMIT + 1))
+    );
+    let burst_over = Rule::new(5, second)
+        .unwrap()
+        .with_burst(MAX_SEARCHED_LIMIT + 7)
+        .unwrap();
+    assert_eq!(
+        search(Registry::builtin(), "gcra", burst_over, quick),
+        Err(SearchError::TooLarge(MAX_SEARCHED_LIMIT + 7))
+    );
+    let largest = Rule::new(MAX_SEARCHED_LIMIT, second).unwrap();
+    let case = search(Registry::builtin(), "fixed_window", largest, quick).unwrap();
+    assert_eq!(case.max_in_window, 2 * MAX_SEARCHED_LIMIT);
+}
+
+/// `over_admission` is the worst case as a multiple of the limit.
+#[test]
+fn over_admission_is_the_worst_case_over_the_limit() {
+    let rule = Rule::new(5, Nanos::from_secs(10)).unwrap();
+    for (name, expected) in [
+        ("fixed_window", 2.0),
+        ("sliding_window_counter", 1.8),
+        ("sliding_window_log", 1.0),
+    ] {
+        let case = search(Registry::builtin(), name, rule, SearchOptions::default()).unwrap();
+        assert_eq!(case.over_admission, expected, "{name}");
+    }
+}
+
+/// A fixed window that refuses any request costing less than 2 (it never passes).
+#[derive(Debug, Clone)]
+struct PairsOnly(ratesim::FixedWindow);
+
+impl ratesim::Algorithm for PairsOnly {
+    type State = <ratesim::FixedWindow as ratesim::Algorithm>::State;
+
+    fn name(&self) -> &str {
+        "pairs_only"
+    }
+    fn rule(&self) -> &Rule {
+        self.0.rule()
+    }
+    fn capacity(&self) -> u64 {
+        self.0.capacity()
+    }
+    fn new_state(&self, now: Nanos) -> Self::State {
+        self.0.new_state(now)
+    }
+    fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool {
+        cost >= 2 && self.0.try_acquire(state, now, cost)
+    }
+    fn remaining(&self, state: &Self::State, now: Nanos) -> u64 {
+        self.0.remaining(state, now)
+    }
+    fn retry_after(&self, state: &Self::State, now: Nanos, cost: u64) -> Option<Nanos> {
+        if cost < 2 {
+            return None;
+        }
+        self.0.retry_after(state, now, cost)
+    }
+    fn reset_after(&self, state: &Self::State, now: Nanos) -> Nanos {
+        self.0.reset_after(state, now)
+    }
+}
+
+/// The systematic plans all send requests of cost 1, which this algorithm never
+/// admits; the random trials' costlier requests find its worst case, a full window of
+/// cost each side of a boundary, and the search reports the best plan, not the first.
+#[test]
+fn the_search_reports_its_best_plan_even_when_only_costlier_requests_pass() {
+    use ratesim::sim::worst_case::search_with;
+    let rule = Rule::new(6, Nanos::from_secs(10)).unwrap();
+    let a = PairsOnly(ratesim::FixedWindow::new(rule));
+    let case = search_with(&a, SearchOptions::default());
+    assert_eq!(case.max_in_window, 12);
+    assert!(
+        case.stream.iter().all(|&(_, cost)| cost >= 2),
+        "{:?}",
+        case.stream
+    );
+}

@@ -93,8 +93,11 @@ fn play<A: Algorithm>(a: &A, plan: Plan) -> (Vec<Request>, Vec<Request>) {
             admitted.push((now, plan.cost));
         }
     }
-    // Greedy tail; bounded so a pathological rule cannot loop for long.
-    for _ in 0..4 * a.capacity().min(1 << 16) + 8 {
+    // Greedy tail; bounded so a pathological rule cannot loop for long. Two windows
+    // of it admit up to the capacity plus twice the rate, so the bound counts the
+    // larger of the two: a bucket's burst may be far below its rate.
+    let most = a.capacity().max(a.rule().max_requests());
+    for _ in 0..4 * most.min(1 << 16) + 8 {
         let Some(wait) = a.retry_after(&state, now, plan.cost) else {
             break;
         };

@@ -217,36 +217,100 @@ mod tests {
         }
     }
 
-    /// Each rank's share of 400,000 draws is within 5 standard deviations of its Zipf
-    /// probability `(1/i^s) / Σ 1/j^s`, for the ranks that carry most of the mass.
+    /// A guide that brackets the wrong entries (as rounding could make it) is noticed:
+    /// with every guide point moved one, two or many buckets either way, or scrambled,
+    /// the guided search still answers exactly as the whole table's.
     #[test]
-    fn the_zipf_table_draws_each_rank_with_its_zipf_probability() {
-        let (n, s, draws) = (1_000u32, 1.1, 400_000u32);
+    fn the_guided_search_is_exact_even_when_the_guide_is_wrong() {
+        let mut total = 0.0;
+        let weights: Vec<f64> = (1..=1_000u32)
+            .map(|i| {
+                total += f64::from(i).powf(-0.8);
+                total
+            })
+            .collect();
+        let exact = CumulativeTable::new(weights.clone());
+        let buckets = exact.buckets;
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut guides: Vec<Vec<usize>> = [-40isize, -2, -1, 1, 2, 40]
+            .into_iter()
+            .map(|shift| {
+                (0..=buckets)
+                    .map(|b| exact.guide[b.saturating_add_signed(shift).min(buckets)])
+                    .collect()
+            })
+            .collect();
+        guides.push(
+            (0..=buckets)
+                .map(|_| rng.random_range(0..=weights.len()))
+                .collect(),
+        );
+        let mut points = vec![0.0, total];
+        for &c in &weights {
+            points.extend([c, c.next_down(), c.next_up()]);
+        }
+        points.extend((0..5_000).map(|_| rng.random::<f64>() * total));
+        for guide in guides {
+            let table = CumulativeTable {
+                cumulative: weights.clone(),
+                guide,
+                buckets,
+            };
+            for &u in &points {
+                assert_eq!(
+                    table.rank(u),
+                    exact.search(u),
+                    "u {u}, guide {:?}",
+                    table.guide
+                );
+            }
+        }
+    }
+
+    /// Draws `draws` clients from a Zipf(`n`, `s`) source and checks that each of the
+    /// most popular ranks gets its probability `(1/i^s) / Σ 1/j^s` of them, within 5
+    /// standard deviations. Rank 1 is client 0.
+    fn draws_each_rank_with_its_zipf_probability(n: u32, s: f64, draws: u32, table: bool) {
         let spec = KeySpec {
             count: n,
             popularity: Popularity::Zipf { exponent: s },
             prefix: "c".into(),
         };
         let mut picker = KeyPicker::new(&spec);
-        assert!(matches!(picker.popularity, Picking::Table(_)));
+        assert_eq!(matches!(picker.popularity, Picking::Table(_)), table);
         let mut keys = KeyTable::default();
         let mut rng = ChaCha8Rng::seed_from_u64(9);
-        let mut counts = vec![0u32; n as usize];
+        let mut counts: HashMap<u32, u32> = HashMap::new();
         for _ in 0..draws {
             let id = picker.pick(&mut rng, &mut keys);
-            let index: usize = keys.name(id).trim_start_matches("c-").parse().unwrap();
-            counts[index] += 1;
+            let index: u32 = keys.name(id).trim_start_matches("c-").parse().unwrap();
+            assert!(index < n, "client {index} of {n}");
+            *counts.entry(index).or_default() += 1;
         }
         let norm: f64 = (1..=n).map(|i| f64::from(i).powf(-s)).sum();
         for rank in [1u32, 2, 3, 5, 10, 50, 100] {
             let p = f64::from(rank).powf(-s) / norm;
             let expected = p * f64::from(draws);
             let sigma = (f64::from(draws) * p * (1.0 - p)).sqrt();
-            let got = f64::from(counts[rank as usize - 1]);
+            let got = f64::from(counts.get(&(rank - 1)).copied().unwrap_or(0));
             assert!(
                 (got - expected).abs() <= 5.0 * sigma,
                 "rank {rank}: {got} vs {expected:.0} ± {sigma:.0}"
             );
         }
+    }
+
+    /// Each rank's share of 400,000 draws is within 5 standard deviations of its Zipf
+    /// probability, for the ranks that carry most of the mass.
+    #[test]
+    fn the_zipf_table_draws_each_rank_with_its_zipf_probability() {
+        draws_each_rank_with_its_zipf_probability(1_000, 1.1, 400_000, true);
+    }
+
+    /// Beyond [`ZIPF_TABLE_MAX`] clients the draws come from a Zipf sampler instead of a
+    /// table, with the same ranks: client 0 the most popular, then 1, 2, ….
+    #[test]
+    fn a_zipf_source_too_large_for_a_table_draws_each_rank_with_its_zipf_probability() {
+        draws_each_rank_with_its_zipf_probability(ZIPF_TABLE_MAX + 1, 1.1, 100_000, false);
     }
 }
