@@ -1082,3 +1082,44 @@ jitter = "250ms"
     }
     assert_eq!(got.len(), expected.len());
 }
+
+/// A value of the wrong type (a boolean, a table, a number for a table) says what the
+/// key takes, in words.
+#[test]
+fn a_value_of_the_wrong_type_says_what_the_key_takes() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let whole = "a whole number from 0 to 18446744073709551615";
+    let cases = [
+        (
+            error_of(&format!(
+                "{}{traffic}",
+                BASE.replace("max_requests = 5", "max_requests = true")
+            )),
+            format!("dir/bad.toml:4:16: invalid type: boolean `true`, expected {whole}"),
+        ),
+        (
+            error_of(&format!("{BASE}{traffic}cost = false\n")),
+            format!("dir/bad.toml:9:8: invalid type: boolean `false`, expected {whole}"),
+        ),
+        (
+            error_of(&format!(
+                "name = \"t\"\nduration = \"10s\"\nlimit = 5\n{traffic}"
+            )),
+            "dir/bad.toml:3:9: invalid type: integer `5`, expected a [limit] table or [[limit]] \
+             tables"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}[[traffic]]\nkind = \"trace\"\npath = \"t.log\"\n\
+                 format = \"combined\"\ninclude_status = [true]\n"
+            )),
+            "dir/bad.toml:10:19: invalid type: boolean `true`, expected an HTTP status like 404 \
+             or a class like \"4xx\""
+                .to_string(),
+        ),
+    ];
+    for (got, expected) in cases {
+        assert_eq!(got, expected);
+    }
+}
