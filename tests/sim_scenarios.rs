@@ -1118,6 +1118,24 @@ fn a_value_of_the_wrong_type_says_what_the_key_takes() {
              or a class like \"4xx\""
                 .to_string(),
         ),
+        (
+            error_of(&format!(
+                "{}{traffic}",
+                BASE.replace("window = \"10s\"", "window = true")
+            )),
+            "dir/bad.toml:5:10: invalid type: boolean `true`, expected a duration like \"10s\", \
+             \"250ms\", \"1m\" or a number of seconds"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{}",
+                traffic.replace("rate = 1", "rate = [1]")
+            )),
+            "dir/bad.toml:8:8: invalid type: sequence, expected a number of requests per second, \
+             like 2 or 0.5, or a multiple of the limit's rate, like \"2x\""
+                .to_string(),
+        ),
     ];
     for (got, expected) in cases {
         assert_eq!(got, expected);
