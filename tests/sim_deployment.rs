@@ -505,3 +505,178 @@ fn a_synced_deployments_peak_keys_add_up_every_nodes_keys_and_the_agreed_ones() 
         assert_eq!(a.metrics.peak_keys, 4, "{}", a.name);
     }
 }
+
+/// The report names the balancer and the store as a scenario file writes them.
+#[test]
+fn the_report_names_the_balancer_and_the_store_as_the_file_writes_them() {
+    for (balancer, store) in [
+        ("round_robin", "local"),
+        ("random", "local_split"),
+        ("key_hash", "shared"),
+        ("round_robin", "shared_racy"),
+        ("random", "synced"),
+    ] {
+        let dep =
+            format!("[deployment]\nnodes = 2\nbalancer = \"{balancer}\"\nstore = \"{store}\"");
+        let mut s = steady(10, "1", &dep);
+        s.set_algorithms(&["fixed_window"], ratesim::Registry::builtin())
+            .unwrap();
+        let d = run_quiet(&s).deployment.unwrap();
+        assert_eq!((d.balancer.as_str(), d.store.as_str()), (balancer, store));
+    }
+}
+
+/// `compare --nodes`: a scenario without `[deployment]` runs on that many local
+/// limiters behind round robin; one with it keeps its settings and changes only the
+/// count; `local_split` refuses a count that leaves a node without a permit, under
+/// any of the limits.
+#[test]
+fn set_nodes_changes_only_the_node_count_and_refuses_a_split_with_an_empty_share() {
+    use ratesim::sim::{Balancer, Deployment, Store};
+    let mut plain = steady(10, "1", "");
+    plain.set_nodes(3).unwrap();
+    assert_eq!(
+        plain.deployment,
+        Some(Deployment {
+            nodes: 3,
+            balancer: Balancer::RoundRobin,
+            store: Store::Local,
+            latency: Nanos::ZERO,
+            clock_skew: Nanos::ZERO,
+        })
+    );
+    plain.set_nodes(0).unwrap();
+    assert_eq!(plain.deployment.map(|d| d.nodes), Some(1), "at least one");
+    let split = "[deployment]\nnodes = 2\nbalancer = \"key_hash\"\nstore = \"local_split\"";
+    let mut s = steady(5, "1", split);
+    let before = s.clone();
+    let err = s.set_nodes(6).unwrap_err();
+    assert!(
+        err.message
+            .contains("use at most 5 nodes or a larger limit"),
+        "{err}"
+    );
+    assert_eq!(s, before, "refused: nothing changed");
+    // Five permits over five nodes: one each.
+    s.set_nodes(5).unwrap();
+    let d = s.deployment.unwrap();
+    assert_eq!(
+        (d.nodes, d.balancer, d.store),
+        (5, Balancer::KeyHash, Store::LocalSplit)
+    );
+    // A further [[limit]] with fewer permits than nodes is refused too.
+    let two = Scenario::parse(
+        &format!(
+            "name = \"d\"\nduration = \"60s\"\n[[limit]]\nmax_requests = 5\nwindow = \"10s\"\n\
+             [[limit]]\nmax_requests = 3\nwindow = \"1s\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = 1\n{split}"
+        ),
+        Path::new("d.toml"),
+    );
+    let mut two = two.unwrap();
+    assert!(two.set_nodes(4).is_err());
+    two.set_nodes(3).unwrap();
+}
+
+/// `[deployment]` fields left out take their documented defaults, and those given
+/// reach the scenario as written.
+#[test]
+fn a_deployment_table_fills_in_its_documented_defaults() {
+    use ratesim::sim::{Balancer, Deployment, Store, StoreClock};
+    let deployment = |fields: &str| steady(10, "1", &format!("[deployment]\n{fields}")).deployment;
+    let base = Deployment {
+        nodes: 1,
+        balancer: Balancer::RoundRobin,
+        store: Store::Local,
+        latency: Nanos::ZERO,
+        clock_skew: Nanos::ZERO,
+    };
+    assert_eq!(deployment(""), Some(base));
+    assert_eq!(
+        deployment("store = \"shared\""),
+        Some(Deployment {
+            store: Store::Shared {
+                clock: StoreClock::Store
+            },
+            ..base
+        })
+    );
+    assert_eq!(
+        deployment("store = \"synced\""),
+        Some(Deployment {
+            store: Store::Synced {
+                sync_interval: Nanos::from_secs(1)
+            },
+            ..base
+        })
+    );
+    assert_eq!(
+        deployment(
+            "nodes = 3\nbalancer = \"key_hash\"\nstore = \"shared\"\nclock = \"node\"\n\
+             latency = \"2ms\"\nclock_skew = \"5ms\""
+        ),
+        Some(Deployment {
+            nodes: 3,
+            balancer: Balancer::KeyHash,
+            store: Store::Shared {
+                clock: StoreClock::Node
+            },
+            latency: Nanos::from_millis(2),
+            clock_skew: Nanos::from_millis(5),
+        })
+    );
+    assert_eq!(
+        deployment("nodes = 2\nstore = \"synced\"\nsync_interval = \"250ms\"\nlatency = \"1ms\"")
+            .map(|d| (d.store, d.latency)),
+        Some((
+            Store::Synced {
+                sync_interval: Nanos::from_millis(250)
+            },
+            Nanos::from_millis(1)
+        ))
+    );
+    assert_eq!(
+        deployment("balancer = \"random\"\nstore = \"shared_racy\"\nlatency = \"1ms\"")
+            .map(|d| (d.balancer, d.store)),
+        Some((Balancer::Random, Store::SharedRacy))
+    );
+    assert_eq!(
+        deployment("store = \"local_split\"\nclock_skew = \"1ms\"").map(|d| d.store),
+        Some(Store::LocalSplit)
+    );
+    for (fields, at, message) in [
+        (
+            "store = \"synced\"\nsync_interval = 0",
+            "d.toml:11:17",
+            "expected a sync interval above zero",
+        ),
+        (
+            "store = \"shared\"\nclock = \"wall\"",
+            "d.toml:11:9",
+            "unknown clock `wall`; expected \"store\" or \"node\"",
+        ),
+        (
+            "store = \"local_split\"\nlatency = \"1ms\"",
+            "d.toml:11:11",
+            "`latency` applies only to store = \"shared\", \"shared_racy\" or \"synced\"; a \
+             \"local_split\" limiter lives on the node itself",
+        ),
+        (
+            "store = \"shared_racy\"\nsync_interval = \"1s\"",
+            "d.toml:11:17",
+            "`sync_interval` applies only to store = \"synced\"",
+        ),
+        (
+            "store = \"synced\"\nclock = \"node\"",
+            "d.toml:11:9",
+            "`clock` applies only to store = \"shared\"",
+        ),
+    ] {
+        let text = format!(
+            "name = \"d\"\nduration = \"60s\"\n[limit]\nmax_requests = 10\nwindow = \"10s\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = 1\n[deployment]\n{fields}"
+        );
+        let err = Scenario::parse(&text, Path::new("d.toml")).unwrap_err();
+        assert_eq!(err.to_string(), format!("{at}: {message}"));
+    }
+}

@@ -705,3 +705,439 @@ fn a_rate_written_as_a_multiple_of_the_limit_follows_the_limit() {
         assert!(err.starts_with(message), "{err}");
     }
 }
+
+/// A CSV trace given where a scenario belongs is called a trace, since the TOML error on
+/// its first line would only puzzle; a scenario with a mistake keeps its own error,
+/// whatever its first line holds (a key, a list with commas, a comment with commas).
+#[test]
+fn a_trace_loaded_as_a_scenario_is_named_a_trace_and_a_broken_scenario_keeps_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let load_err = |text: &str| {
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        Scenario::load(&path).unwrap_err()
+    };
+    for trace in ["time_s,key\n0,a\n1,b\n", "0.5,a,2\n"] {
+        let err = load_err(trace);
+        assert_eq!(err.position, None, "{err}");
+        assert!(
+            err.message
+                .starts_with("this looks like a CSV trace, not a scenario;"),
+            "{trace:?}: {err}"
+        );
+    }
+    for scenario in [
+        "name = \"t\"\nduration = 10,\n",
+        "algorithms = [\"gcra\", \"token_bucket\"]\nname = \"t\"\n",
+        "# time_s, key: not a trace\nname = \"t\"\n",
+        "[limit]\nmax_requests = 1, 2\n",
+        "nonsense\n",
+    ] {
+        let err = load_err(scenario);
+        assert!(
+            err.position.is_some() && !err.message.contains("trace"),
+            "{scenario:?}: {err}"
+        );
+    }
+}
+
+/// TOML has `inf` and `nan`; no duration or rate is either.
+#[test]
+fn an_infinite_or_nan_number_is_refused_at_its_value() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let like = "a duration like \"10s\", \"250ms\", \"1m\" or a number of seconds";
+    assert_eq!(
+        error_of(&format!(
+            "{}{traffic}",
+            BASE.replace("\"10s\"\n[limit]", "inf\n[limit]")
+        )),
+        format!("dir/bad.toml:2:12: `inf` is not finite; expected {like}")
+    );
+    assert_eq!(
+        error_of(&format!(
+            "{BASE}{}",
+            traffic.replace("rate = 1", "rate = nan")
+        )),
+        "dir/bad.toml:8:8: `NaN` is not finite; expected a number of requests per second, \
+         like 2 or 0.5, or a multiple of the limit's rate, like \"2x\""
+    );
+}
+
+/// A key given twice is named as written, without the quotes a key may carry.
+#[test]
+fn a_quoted_key_given_twice_is_named_without_its_quotes() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    for window in ["\"window\"", "'window'", "window"] {
+        let err = error_of(&format!("{BASE}{window} = \"2s\"\n{traffic}"));
+        assert!(
+            err.ends_with(": `window` is given twice; a key may appear only once in its table"),
+            "{window}: {err}"
+        );
+    }
+}
+
+/// `2 × spread + 1ns < period`, strictly: a period one nanosecond longer than twice the
+/// spread would put the last request of one half-burst at the instant the next begins.
+#[test]
+fn a_burst_period_must_exceed_twice_the_spread_by_more_than_a_nanosecond() {
+    let burst = "[[traffic]]\nkind = \"boundary_burst\"\nsize = 2\nspread = \"2ns\"\n";
+    let err = error_of(&format!("{BASE}{burst}period = \"5ns\"\n"));
+    assert_eq!(
+        err,
+        "dir/bad.toml:9:10: `spread` of 2ns is too wide for a period of 5ns: boundary bursts \
+         need 2 × spread + 1ns < period, so a spread of at most 1ns"
+    );
+    let ok = format!("{BASE}{burst}period = \"6ns\"\n");
+    Scenario::parse(&ok, Path::new("dir/ok.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // The window standing in for the period keeps the same rule.
+    let window = |w: &str| format!("{}{burst}", BASE.replace("window = \"10s\"", w));
+    assert!(
+        error_of(&window("window = \"5ns\"")).starts_with("dir/bad.toml:9:10: `spread` of 2ns")
+    );
+    Scenario::parse(&window("window = \"6ns\""), Path::new("dir/ok.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Every check the builder makes on the scenario and its sources, each at the value to
+/// change and saying what was expected.
+#[test]
+fn each_invalid_setting_is_an_error_at_its_value_saying_what_was_expected() {
+    let uniform = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let source = |fields: &str| error_of(&format!("{BASE}[[traffic]]\n{fields}\n"));
+    let cases = [
+        (
+            error_of(&format!(
+                "{}{uniform}",
+                BASE.replace("duration = \"10s\"", "duration = 0")
+            )),
+            "dir/bad.toml:2:12: expected a duration above zero",
+        ),
+        (
+            error_of(&format!(
+                "{}{uniform}",
+                BASE.replace("window = \"10s\"", "window = \"0s\"")
+            )),
+            "dir/bad.toml:5:10: window must be at least 1 ns",
+        ),
+        (
+            error_of(&format!("algorithms = []\n{BASE}{uniform}")),
+            "dir/bad.toml:1:14: expected at least one algorithm name, or [\"all\"]",
+        ),
+        (
+            error_of(&format!("traffic = []\n{BASE}")),
+            "dir/bad.toml:1:11: expected at least one [[traffic]] source",
+        ),
+        (
+            error_of(&format!("{BASE}{uniform}[client]\nkind = \"patient\"\n")),
+            "dir/bad.toml:10:8: unknown client kind `patient`; expected \"open\" or \"retry\"",
+        ),
+        (
+            error_of(&format!("{BASE}{uniform}[client]\njitter = \"1s\"\n")),
+            "dir/bad.toml:10:10: `jitter` applies only to kind = \"retry\"",
+        ),
+        (
+            source("kind = \"boundary_burst\"\nsize = 0"),
+            "dir/bad.toml:8:8: expected a size of at least 1",
+        ),
+        (
+            source("kind = \"on_off\"\nrate = 1\non = 0\noff = \"1s\""),
+            "dir/bad.toml:9:6: expected an `on` period above zero",
+        ),
+        (
+            source("kind = \"on_off\"\nrate = 1\non = \"1s\""),
+            "dir/bad.toml:7:8: a `on_off` source needs `off`",
+        ),
+        (
+            source("kind = \"trace\""),
+            "dir/bad.toml:7:8: a `trace` source needs `path`",
+        ),
+        (
+            source("kind = \"trace\"\npath = \"t.csv\"\nkeys = 2"),
+            "dir/bad.toml:9:8: `keys` does not apply to a `trace` source",
+        ),
+        (
+            source("kind = \"trace\"\npath = \"t.csv\"\nstart = \"1s\""),
+            "dir/bad.toml:9:9: `start` does not apply to a `trace` source",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\ncost = \"bytes\""),
+            "dir/bad.toml:9:8: found the string \"bytes\"; expected a whole number from 0 to \
+             18446744073709551615, without quotes (only a `trace` source can name a field for \
+             its cost)",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nkeys = 0"),
+            "dir/bad.toml:9:8: expected between 1 and 4294967294 keys",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nkeys = 4294967295"),
+            "dir/bad.toml:9:8: expected between 1 and 4294967294 keys",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nkey_popularity = \"pareto\""),
+            "dir/bad.toml:9:18: unknown key_popularity `pareto`; expected \"uniform\" or \"zipf\"",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nzipf_exponent = 2"),
+            "dir/bad.toml:9:17: `zipf_exponent` applies only to key_popularity = \"zipf\"",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nkey_popularity = \"zipf\"\nzipf_exponent = -0.5"),
+            "dir/bad.toml:10:17: expected a zipf_exponent of 0 or more",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nkey_popularity = \"zipf\"\nzipf_exponent = nan"),
+            "dir/bad.toml:10:17: expected a zipf_exponent of 0 or more",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nstart = \"10s\""),
+            "dir/bad.toml:9:9: expected `start` before the source's end (10s)",
+        ),
+        (
+            source("kind = \"uniform\"\nrate = 1\nstart = \"3s\"\nend = \"3s\""),
+            "dir/bad.toml:9:9: expected `start` before the source's end (3s)",
+        ),
+    ];
+    for (got, expected) in cases {
+        assert_eq!(got, expected);
+    }
+}
+
+/// Every setting a scenario file can hold reaches the [`Scenario`] as written, and every
+/// one left out takes its documented default.
+#[test]
+fn every_setting_reaches_the_scenario_and_each_one_left_out_takes_its_default() {
+    use ratesim::Rule;
+    use ratesim::sim::{
+        KeySpec, KeyTemplate, Popularity, Rate, SameSecond, StatusMatch, TimeFormat, TraceFormat,
+        TraceOptions, TrafficKind, TrafficSpec,
+    };
+    let text = r#"
+name = "  every.setting-1  "
+description = "  what it teaches  "
+seed = 7
+duration = "60s"
+algorithms = ["gcra", "all", "gcra"]
+[limit]
+max_requests = 5
+window = "10s"
+burst = 8
+[[traffic]]
+kind = "on_off"
+rate = 2
+on = "1s"
+off = "3s"
+keys = 4
+key_popularity = "zipf"
+zipf_exponent = 0
+key_prefix = "user"
+cost = 3
+start = "2s"
+end = "90s"
+[[traffic]]
+kind = "boundary_burst"
+size = 5
+spread = "1s"
+period = "20s"
+[[traffic]]
+kind = "poisson"
+rate = 0.5
+key_popularity = "uniform"
+end = "30s"
+[[traffic]]
+kind = "trace"
+path = "logs/a.log"
+format = "combined"
+key = "{ip}"
+cost = "bytes"
+same_second = "spread"
+reorder = "2s"
+include_status = [200, "4xx"]
+exclude_status = [404]
+skip_bad_lines = true
+[[traffic]]
+kind = "trace"
+path = "b.jsonl"
+format = "jsonl"
+time_field = "ts"
+time_format = "rfc3339"
+origin = "2024-01-01T00:00:00Z"
+same_second = "keep"
+[client]
+kind = "retry"
+max_retries = 5
+jitter = "250ms"
+"#;
+    let s = Scenario::parse(text, Path::new("dir/s.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.name, "every.setting-1");
+    assert_eq!(s.description, "what it teaches");
+    assert_eq!((s.seed, s.duration), (7, Nanos::from_secs(60)));
+    assert_eq!(
+        s.rule,
+        Rule::new(5, Nanos::from_secs(10))
+            .unwrap()
+            .with_burst(8)
+            .unwrap()
+    );
+    // `all` expands in place; a name given twice runs once, at its first place.
+    let all = ratesim::Registry::builtin().resolve(&["all"]).unwrap();
+    let mut expected = vec!["gcra".to_string()];
+    expected.extend(all.into_iter().filter(|a| a != "gcra"));
+    assert_eq!(s.algorithms, expected);
+    assert_eq!(
+        s.client,
+        ClientModel::Retry {
+            max_retries: 5,
+            jitter: Nanos::from_millis(250)
+        }
+    );
+    assert_eq!(s.deployment, None);
+    let clients = |count, popularity, prefix: &str| KeySpec {
+        count,
+        popularity,
+        prefix: prefix.to_string(),
+    };
+    let one = clients(1, Popularity::Uniform, "client");
+    let trace = |path: &str, options| TrafficSpec {
+        kind: TrafficKind::Trace {
+            path: Path::new(path).to_path_buf(),
+            options,
+        },
+        keys: one.clone(),
+        cost: 1,
+        start: Nanos::ZERO,
+        end: Nanos::from_secs(60),
+    };
+    let expected = [
+        TrafficSpec {
+            kind: TrafficKind::OnOff {
+                rate: Rate::per_sec(2).unwrap(),
+                on: Nanos::from_secs(1),
+                off: Nanos::from_secs(3),
+            },
+            keys: clients(4, Popularity::Zipf { exponent: 0.0 }, "user"),
+            cost: 3,
+            // An end past the run's is the run's.
+            start: Nanos::from_secs(2),
+            end: Nanos::from_secs(60),
+        },
+        TrafficSpec {
+            kind: TrafficKind::BoundaryBurst {
+                size: 5,
+                spread: Nanos::from_secs(1),
+                period: Some(Nanos::from_secs(20)),
+            },
+            keys: one.clone(),
+            cost: 1,
+            start: Nanos::ZERO,
+            end: Nanos::from_secs(60),
+        },
+        TrafficSpec {
+            kind: TrafficKind::Poisson {
+                rate: Rate::per_sec(1).unwrap(),
+            },
+            keys: one.clone(),
+            cost: 1,
+            start: Nanos::ZERO,
+            end: Nanos::from_secs(30),
+        },
+        trace(
+            "dir/logs/a.log",
+            TraceOptions {
+                format: TraceFormat::Combined,
+                key: Some(KeyTemplate::parse("{ip}").unwrap()),
+                cost_field: Some("bytes".to_string()),
+                same_second: SameSecond::Spread,
+                reorder: Nanos::from_secs(2),
+                include_status: vec![
+                    StatusMatch::code(200).unwrap(),
+                    StatusMatch::parse("4xx").unwrap(),
+                ],
+                exclude_status: vec![StatusMatch::code(404).unwrap()],
+                skip_bad_lines: true,
+                ..TraceOptions::default()
+            },
+        ),
+        trace(
+            "dir/b.jsonl",
+            TraceOptions {
+                format: TraceFormat::Jsonl,
+                time_field: Some("ts".to_string()),
+                time_format: Some(TimeFormat::Rfc3339),
+                origin: Some(1_704_067_200_000_000_000),
+                same_second: SameSecond::Keep,
+                ..TraceOptions::default()
+            },
+        ),
+    ];
+    // The poisson source's rate is half a request per second: compare it apart.
+    let TrafficKind::Poisson { rate } = s.traffic[2].kind else {
+        panic!("{:?}", s.traffic[2])
+    };
+    assert_eq!(rate.as_f64(), 0.5);
+    let mut got = s.traffic.clone();
+    got[2].kind = expected[2].kind.clone();
+    for (got, expected) in got.iter().zip(&expected) {
+        assert_eq!(got, expected);
+    }
+    assert_eq!(got.len(), expected.len());
+}
+
+/// A value of the wrong type (a boolean, a table, a number for a table) says what the
+/// key takes, in words.
+#[test]
+fn a_value_of_the_wrong_type_says_what_the_key_takes() {
+    let traffic = "[[traffic]]\nkind = \"uniform\"\nrate = 1\n";
+    let whole = "a whole number from 0 to 18446744073709551615";
+    let cases = [
+        (
+            error_of(&format!(
+                "{}{traffic}",
+                BASE.replace("max_requests = 5", "max_requests = true")
+            )),
+            format!("dir/bad.toml:4:16: invalid type: boolean `true`, expected {whole}"),
+        ),
+        (
+            error_of(&format!("{BASE}{traffic}cost = false\n")),
+            format!("dir/bad.toml:9:8: invalid type: boolean `false`, expected {whole}"),
+        ),
+        (
+            error_of(&format!(
+                "name = \"t\"\nduration = \"10s\"\nlimit = 5\n{traffic}"
+            )),
+            "dir/bad.toml:3:9: invalid type: integer `5`, expected a [limit] table or [[limit]] \
+             tables"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}[[traffic]]\nkind = \"trace\"\npath = \"t.log\"\n\
+                 format = \"combined\"\ninclude_status = [true]\n"
+            )),
+            "dir/bad.toml:10:19: invalid type: boolean `true`, expected an HTTP status like 404 \
+             or a class like \"4xx\""
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{}{traffic}",
+                BASE.replace("window = \"10s\"", "window = true")
+            )),
+            "dir/bad.toml:5:10: invalid type: boolean `true`, expected a duration like \"10s\", \
+             \"250ms\", \"1m\" or a number of seconds"
+                .to_string(),
+        ),
+        (
+            error_of(&format!(
+                "{BASE}{}",
+                traffic.replace("rate = 1", "rate = [1]")
+            )),
+            "dir/bad.toml:8:8: invalid type: sequence, expected a number of requests per second, \
+             like 2 or 0.5, or a multiple of the limit's rate, like \"2x\""
+                .to_string(),
+        ),
+    ];
+    for (got, expected) in cases {
+        assert_eq!(got, expected);
+    }
+}

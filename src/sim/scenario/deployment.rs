@@ -189,6 +189,41 @@ mod tests {
     }
 
     #[test]
+    fn two_nodes_sit_at_minus_and_plus_the_skew() {
+        let d = deployment(2, 30, Store::Local);
+        assert_eq!((d.offset(0), d.offset(1)), (-30_000_000, 30_000_000));
+        assert_eq!(
+            d.node_clock(1, Nanos::from_millis(5)),
+            Nanos::from_millis(35)
+        );
+        assert_eq!(
+            d.node_clock(0, Nanos::from_millis(50)),
+            Nanos::from_millis(20)
+        );
+    }
+
+    #[test]
+    fn local_split_needs_one_permit_per_node_and_no_more() {
+        let d = deployment(4, 0, Store::LocalSplit);
+        // max_requests and burst of exactly 4: one each.
+        let four = Rule::new(4, Nanos::from_secs(1)).unwrap();
+        assert_eq!(d.split_error(&four), None);
+        assert!(
+            (0..4)
+                .all(|i| d.split(&four, i).map(|r| (r.max_requests(), r.burst())) == Some((1, 1)))
+        );
+        // A burst below the node count is refused, even with max_requests enough.
+        let low_burst = Rule::new(8, Nanos::from_secs(1))
+            .unwrap()
+            .with_burst(3)
+            .unwrap();
+        assert!(d.split_error(&low_burst).unwrap().contains("burst = 3"));
+        // Other stores never split.
+        let small = Rule::new(1, Nanos::from_secs(1)).unwrap();
+        assert_eq!(deployment(4, 0, Store::Local).split_error(&small), None);
+    }
+
+    #[test]
     fn local_split_shares_add_up_to_exactly_the_limit() {
         let d = deployment(4, 0, Store::LocalSplit);
         let rule = Rule::new(10, Nanos::from_secs(1))

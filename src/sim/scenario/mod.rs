@@ -486,6 +486,73 @@ rate = 0.3
     }
 
     #[test]
+    fn each_source_and_client_kind_is_named_as_the_file_writes_it() {
+        let s = parse(
+            "name = \"t\"\nduration = \"60s\"\n[limit]\nmax_requests = 5\nwindow = \"10s\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = 1\n\
+             [[traffic]]\nkind = \"poisson\"\nrate = 1\n\
+             [[traffic]]\nkind = \"boundary_burst\"\nsize = 5\n\
+             [[traffic]]\nkind = \"on_off\"\nrate = 1\non = \"1s\"\noff = \"1s\"\n\
+             [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+             [client]\nkind = \"retry\"\n",
+        )
+        .unwrap();
+        let kinds: Vec<&str> = s.traffic.iter().map(|t| t.kind.name()).collect();
+        assert_eq!(
+            kinds,
+            ["uniform", "poisson", "boundary_burst", "on_off", "trace"]
+        );
+        assert_eq!(s.client.name(), "retry");
+        assert_eq!(ClientModel::Open.name(), "open");
+    }
+
+    #[test]
+    fn a_rate_in_requests_per_second_is_above_zero_and_fits() {
+        assert_eq!(
+            Rate::per_sec(0),
+            None,
+            "zero requests per second is no rate"
+        );
+        assert_eq!(Rate::per_sec(1).map(Rate::as_f64), Some(1.0));
+        assert_eq!(Rate::per_sec(18_000_000_000).map(Rate::as_f64), Some(18e9));
+        assert_eq!(
+            Rate::per_sec(19_000_000_000),
+            None,
+            "beyond about 18 billion"
+        );
+    }
+
+    #[test]
+    fn a_new_limit_must_leave_room_for_the_bursts_that_follow_its_window() {
+        let burst = MINIMAL.replace(
+            "kind = \"uniform\"\nrate = 0.3",
+            "kind = \"boundary_burst\"\nsize = 5\nspread = \"2s\"",
+        );
+        let mut s = parse(&burst).unwrap();
+        let before = s.clone();
+        // 2 × 2 s + 1 ns does not fit a 4 s window: refused, the scenario left as it was.
+        let err = s
+            .set_rule(Rule::new(5, Nanos::from_secs(4)).unwrap())
+            .unwrap_err();
+        assert!(
+            err.message
+                .starts_with("the window of 4s is too short to be the boundary bursts' period"),
+            "{err}"
+        );
+        assert_eq!(s, before);
+        // It fits a 5 s window.
+        s.set_rule(Rule::new(5, Nanos::from_secs(5)).unwrap())
+            .unwrap();
+        assert_eq!(s.rule.window(), Nanos::from_secs(5));
+        // A burst with its own period does not follow the window: any window will do.
+        let mut own =
+            parse(&burst.replace("spread = \"2s\"", "spread = \"2s\"\nperiod = \"10s\"")).unwrap();
+        own.set_rule(Rule::new(5, Nanos::from_secs(1)).unwrap())
+            .unwrap();
+        assert_eq!(own.rule.window(), Nanos::from_secs(1));
+    }
+
+    #[test]
     fn the_expected_arrival_count_follows_each_source_kind() {
         let with = |traffic: &str| {
             parse(&format!(
