@@ -3,10 +3,10 @@
 //! something. It fills a limiter with 1,000,000 keys, then makes 200,000 decisions over
 //! the first KEYS of them, round-robin, inside `counted_decisions` (the function to
 //! count). Plain contenders take `u32` keys on a fake clock moved one nanosecond a
-//! decision (the `fake_u32` cells); `allow/…` ones the same, through `allow` (yes or no,
-//! like governor's `check_key`) instead of `try_acquire` (the whole decision);
-//! `string/…` ones take `String` keys (`client-0`, …) on the real clock (the
-//! `real_string` cells):
+//! decision (the `fake_u32` cells); `string/…` ones take `String` keys (`client-0`, …)
+//! on the real clock (the `real_string` cells). Ours answer through `allow`, yes or no
+//! like governor's `check_key`; `whole/…` ones through `try_acquire`, the whole
+//! `Decision` (`remaining` and the waits worked out), as the timed bench's cells do:
 //!
 //! ```sh
 //! cargo bench --bench instructions --no-run      # prints the binary's path
@@ -15,9 +15,9 @@
 //!     target/release/deps/instructions-<hash> token_bucket 10000
 //! ```
 //!
-//! Divide the counts callgrind prints by 200,000. CONTENDER is `token_bucket`, `gcra`,
-//! `governor`, `allow/token_bucket`, `allow/gcra`, `string/token_bucket`, `string/gcra`,
-//! `string/allow/token_bucket`, `string/allow/gcra` or `string/governor`; KEYS is 1 to
+//! Divide the counts callgrind prints by 200,000. CONTENDER is `token_bucket`, `gcra` or
+//! `governor`, with `string/` before it for `String` keys and `whole/` before ours for the
+//! whole decision (`string/whole/gcra`); KEYS is 1 to
 //! 1,000,000. Run by `cargo bench` itself (no arguments)
 //! it only says how to use it.
 
@@ -49,41 +49,44 @@ fn counted_decisions(keys: u32, mut decide: impl FnMut(u32) -> bool) {
     }
 }
 
-/// `yes_no`: decide through `allow` rather than `try_acquire`.
-fn ratesim<A: Algorithm>(algorithm: A, keys: u32, yes_no: bool) {
+/// `whole`: decide through `try_acquire`, which works out the whole `Decision`; otherwise
+/// through `allow`, yes or no.
+fn ratesim<A: Algorithm>(algorithm: A, keys: u32, whole: bool) {
     let clock = FakeClock::new(Nanos::ZERO);
     let limiter: RateLimiter<A, u32, FakeClock> = RateLimiter::with_clock(algorithm, clock.clone());
     for key in 0..HELD {
         black_box(limiter.try_acquire(&key));
     }
-    counted_decisions(keys, |key| {
-        clock.advance(Nanos::new(1));
-        if yes_no {
+    if whole {
+        counted_decisions(keys, |key| {
+            clock.advance(Nanos::new(1));
+            black_box(limiter.try_acquire(&key)).allowed
+        });
+    } else {
+        counted_decisions(keys, |key| {
+            clock.advance(Nanos::new(1));
             limiter.allow(&key)
-        } else {
-            limiter.try_acquire(&key).allowed
-        }
-    });
+        });
+    }
 }
 
 fn names() -> Vec<String> {
     (0..HELD).map(|i| format!("client-{i}")).collect()
 }
 
-fn ratesim_string<A: Algorithm>(algorithm: A, keys: u32, yes_no: bool) {
+fn ratesim_string<A: Algorithm>(algorithm: A, keys: u32, whole: bool) {
     let names = names();
     let limiter: RateLimiter<A, String> = RateLimiter::new(algorithm);
     for name in &names {
         black_box(limiter.try_acquire(name.as_str()));
     }
-    counted_decisions(keys, |key| {
-        let name = names[key as usize].as_str();
-        if yes_no {
-            limiter.allow(name)
-        } else {
-            limiter.try_acquire(name).allowed
-        }
-    });
+    if whole {
+        counted_decisions(keys, |key| {
+            black_box(limiter.try_acquire(names[key as usize].as_str())).allowed
+        });
+    } else {
+        counted_decisions(keys, |key| limiter.allow(names[key as usize].as_str()));
+    }
 }
 
 fn governor_string(keys: u32) {
@@ -114,35 +117,30 @@ fn governor(keys: u32) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let keys = args.get(1).and_then(|k| k.parse::<u32>().ok());
-    match (args.first().map(String::as_str), keys) {
-        (Some("token_bucket"), Some(keys @ 1..=HELD)) => {
-            ratesim(TokenBucket::new(rule()), keys, false)
+    let contender = args.first().map(String::as_str).unwrap_or_default();
+    let (string, contender) = match contender.strip_prefix("string/") {
+        Some(rest) => (true, rest),
+        None => (false, contender),
+    };
+    let (whole, contender) = match contender.strip_prefix("whole/") {
+        Some(rest) => (true, rest),
+        None => (false, contender),
+    };
+    match (string, whole, contender, keys) {
+        (false, _, "token_bucket", Some(keys @ 1..=HELD)) => {
+            ratesim(TokenBucket::new(rule()), keys, whole)
         }
-        (Some("gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys, false),
-        (Some("allow/token_bucket"), Some(keys @ 1..=HELD)) => {
-            ratesim(TokenBucket::new(rule()), keys, true)
+        (false, _, "gcra", Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys, whole),
+        (false, false, "governor", Some(keys @ 1..=HELD)) => governor(keys),
+        (true, _, "token_bucket", Some(keys @ 1..=HELD)) => {
+            ratesim_string(TokenBucket::new(rule()), keys, whole)
         }
-        (Some("allow/gcra"), Some(keys @ 1..=HELD)) => ratesim(Gcra::new(rule()), keys, true),
-        (Some("governor"), Some(keys @ 1..=HELD)) => governor(keys),
-        (Some("string/token_bucket"), Some(keys @ 1..=HELD)) => {
-            ratesim_string(TokenBucket::new(rule()), keys, false)
-        }
-        (Some("string/gcra"), Some(keys @ 1..=HELD)) => {
-            ratesim_string(Gcra::new(rule()), keys, false)
-        }
-        (Some("string/allow/token_bucket"), Some(keys @ 1..=HELD)) => {
-            ratesim_string(TokenBucket::new(rule()), keys, true)
-        }
-        (Some("string/allow/gcra"), Some(keys @ 1..=HELD)) => {
-            ratesim_string(Gcra::new(rule()), keys, true)
-        }
-        (Some("string/governor"), Some(keys @ 1..=HELD)) => governor_string(keys),
+        (true, _, "gcra", Some(keys @ 1..=HELD)) => ratesim_string(Gcra::new(rule()), keys, whole),
+        (true, false, "governor", Some(keys @ 1..=HELD)) => governor_string(keys),
         _ => eprintln!(
             "instructions: a harness for callgrind, not a timing bench; run its binary as \
-             `instructions CONTENDER KEYS`, CONTENDER one of token_bucket, gcra, governor, \
-             allow/token_bucket, allow/gcra, string/token_bucket, string/gcra, \
-             string/allow/token_bucket, string/allow/gcra, string/governor (see \
-             benches/instructions.rs)"
+             `instructions [string/][whole/]token_bucket|gcra KEYS` or \
+             `instructions [string/]governor KEYS` (see benches/instructions.rs)"
         ),
     }
 }
