@@ -336,3 +336,105 @@ fn the_search_reports_its_best_plan_even_when_only_costlier_requests_pass() {
         case.stream
     );
 }
+
+/// A token bucket that writes down every request it is asked, `(instant, cost)`, and
+/// counts those it denies.
+struct Spy {
+    inner: ratesim::TokenBucket,
+    asked: std::sync::Mutex<Vec<(Nanos, u64)>>,
+    denied: std::sync::atomic::AtomicU64,
+}
+
+impl ratesim::Algorithm for Spy {
+    type State = <ratesim::TokenBucket as ratesim::Algorithm>::State;
+
+    fn name(&self) -> &str {
+        "spy"
+    }
+    fn rule(&self) -> &Rule {
+        self.inner.rule()
+    }
+    fn capacity(&self) -> u64 {
+        self.inner.capacity()
+    }
+    fn new_state(&self, now: Nanos) -> Self::State {
+        self.inner.new_state(now)
+    }
+    fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool {
+        self.asked.lock().unwrap().push((now, cost));
+        let allowed = self.inner.try_acquire(state, now, cost);
+        if !allowed {
+            self.denied
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        allowed
+    }
+    fn remaining(&self, state: &Self::State, now: Nanos) -> u64 {
+        self.inner.remaining(state, now)
+    }
+    fn retry_after(&self, state: &Self::State, now: Nanos, cost: u64) -> Option<Nanos> {
+        self.inner.retry_after(state, now, cost)
+    }
+    fn reset_after(&self, state: &Self::State, now: Nanos) -> Nanos {
+        self.inner.reset_after(state, now)
+    }
+}
+
+/// Every built-in reaches its bound from a burst right at a window boundary, so only
+/// watching the requests shows how widely the search looks. The module's design: bursts
+/// of the whole capacity at fixed phases before a boundary (among them half and a
+/// quarter of a window), then random trials bursting just before the boundary, anywhere
+/// in the window or just after the previous boundary, with costs above 1 too, and up to
+/// more than the bucket holds.
+#[test]
+fn the_search_bursts_at_every_phase_it_promises() {
+    use ratesim::sim::worst_case::search_with;
+    let w = Nanos::from_secs(1).as_u64();
+    // 7 per second: the greedy tail's instants (a permit every 1/7 s after a burst)
+    // never fall on a half or a quarter of a window.
+    let rule = Rule::new(7, Nanos::from_secs(1)).unwrap();
+    let spy = Spy {
+        inner: ratesim::TokenBucket::new(rule),
+        asked: Default::default(),
+        denied: Default::default(),
+    };
+    search_with(&spy, SearchOptions::default());
+    // The greedy tail asks only when told a request would pass, and the systematic
+    // bursts fit the bucket exactly: only a random burst of costlier requests, larger
+    // than the bucket, is ever denied.
+    assert!(
+        spy.denied.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no random burst asked for more than the bucket holds"
+    );
+    // A burst: two or more requests in a row at one instant with one cost. (Once the
+    // bucket is empty, the greedy tail asks once per instant it is told to come back.)
+    let asked = spy.asked.into_inner().unwrap();
+    let bursts: Vec<(u64, u64)> = asked
+        .windows(2)
+        .filter(|pair| pair[0] == pair[1])
+        .map(|pair| (pair[0].0.as_u64(), pair[0].1))
+        .collect();
+    let boundary = 4 * w;
+    let burst_at = |t: u64| bursts.iter().any(|&(at, _)| at == t);
+    for (phase, name) in [(w / 2, "half"), (w / 4, "a quarter of")] {
+        assert!(
+            burst_at(boundary - phase),
+            "no burst {name} a window before the boundary: {bursts:?}"
+        );
+    }
+    assert!(
+        (2..=3).any(|phase| burst_at(boundary - phase)),
+        "no random burst a few nanoseconds before the boundary: {bursts:?}"
+    );
+    let fixed = [1, 0, w / 2, w - 1, w / 4].map(|phase| boundary - phase);
+    assert!(
+        bursts
+            .iter()
+            .any(|&(t, _)| t > boundary - w + 3 && t < boundary - 3 && !fixed.contains(&t)),
+        "no random burst inside the window: {bursts:?}"
+    );
+    assert!(
+        bursts.iter().any(|&(_, cost)| cost > 1),
+        "no random burst of a costlier request: {bursts:?}"
+    );
+}
