@@ -827,3 +827,29 @@ fn the_run_report_describes_the_deployment_it_simulated() {
     let local = report("store = \"local\"");
     assert_eq!((local.sync_interval_ns, local.clock), (None, None));
 }
+
+#[test]
+fn each_nodes_allowed_and_denied_split_its_attempts_and_sum_to_the_algorithms_counts() {
+    // Two nodes behind a round robin, each with its own limiter, under twice the
+    // limit's rate: both admit some and deny some, and the nodes' rows add up to the
+    // summary's counts.
+    let text = "name = \"d\"\nduration = \"10s\"\nalgorithms = [\"all\"]\n\
+                [limit]\nmax_requests = 4\nwindow = \"1s\"\n\
+                [[traffic]]\nkind = \"uniform\"\nrate = 16\n\
+                [deployment]\nnodes = 2\nstore = \"local\"\n";
+    let report = run_quiet(&parse_at(text, Path::new("d.toml")));
+    for a in &report.algorithms {
+        assert_eq!(a.nodes.len(), 2, "{}", a.name);
+        for n in &a.nodes {
+            assert_eq!(n.allowed + n.denied, n.attempts, "{}: {n:?}", a.name);
+            assert!(n.allowed > 0 && n.denied > 0, "{}: {n:?}", a.name);
+        }
+        let sum = |f: fn(&ratesim::sim::NodeReport) -> u64| a.nodes.iter().map(f).sum::<u64>();
+        assert_eq!(
+            (sum(|n| n.attempts), sum(|n| n.allowed), sum(|n| n.denied)),
+            (a.metrics.attempts, a.metrics.allowed, a.metrics.denied),
+            "{}",
+            a.name
+        );
+    }
+}
