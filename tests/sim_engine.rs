@@ -790,3 +790,66 @@ fn a_retry_due_at_an_arrivals_instant_is_decided_before_the_arrival() {
         ]
     );
 }
+
+#[test]
+fn the_run_report_describes_the_deployment_it_simulated() {
+    // `run.json`'s `deployment` names the store and carries only the settings that
+    // store has: the sync interval for a synced store, whose clock for a shared one.
+    let report = |deployment: &str| {
+        let text = format!(
+            "name = \"d\"\nduration = \"2s\"\nalgorithms = [\"sliding_window_log\"]\n\
+             [limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = 4\n\
+             [deployment]\nnodes = 2\n{deployment}"
+        );
+        run_quiet(&parse_at(&text, Path::new("d.toml")))
+            .deployment
+            .expect("a deployment is reported")
+    };
+    let synced = report(
+        "store = \"synced\"\nsync_interval = \"250ms\"\nclock_skew = \"7ms\"\nlatency = \"3ms\"",
+    );
+    assert_eq!(
+        (synced.nodes, synced.store.as_str(), synced.latency_ns),
+        (2, "synced", 3_000_000)
+    );
+    assert_eq!(synced.clock_skew_ns, 7_000_000);
+    assert_eq!(synced.sync_interval_ns, Some(250_000_000));
+    assert_eq!(synced.clock, None);
+    let by_store = report("store = \"shared\"\nclock = \"store\"");
+    assert_eq!(
+        (by_store.store.as_str(), by_store.sync_interval_ns),
+        ("shared", None)
+    );
+    assert_eq!(by_store.clock.as_deref(), Some("store"));
+    let by_node = report("store = \"shared\"\nclock = \"node\"");
+    assert_eq!(by_node.clock.as_deref(), Some("node"));
+    let local = report("store = \"local\"");
+    assert_eq!((local.sync_interval_ns, local.clock), (None, None));
+}
+
+#[test]
+fn each_nodes_allowed_and_denied_split_its_attempts_and_sum_to_the_algorithms_counts() {
+    // Two nodes behind a round robin, each with its own limiter, under twice the
+    // limit's rate: both admit some and deny some, and the nodes' rows add up to the
+    // summary's counts.
+    let text = "name = \"d\"\nduration = \"10s\"\nalgorithms = [\"all\"]\n\
+                [limit]\nmax_requests = 4\nwindow = \"1s\"\n\
+                [[traffic]]\nkind = \"uniform\"\nrate = 16\n\
+                [deployment]\nnodes = 2\nstore = \"local\"\n";
+    let report = run_quiet(&parse_at(text, Path::new("d.toml")));
+    for a in &report.algorithms {
+        assert_eq!(a.nodes.len(), 2, "{}", a.name);
+        for n in &a.nodes {
+            assert_eq!(n.allowed + n.denied, n.attempts, "{}: {n:?}", a.name);
+            assert!(n.allowed > 0 && n.denied > 0, "{}: {n:?}", a.name);
+        }
+        let sum = |f: fn(&ratesim::sim::NodeReport) -> u64| a.nodes.iter().map(f).sum::<u64>();
+        assert_eq!(
+            (sum(|n| n.attempts), sum(|n| n.allowed), sum(|n| n.denied)),
+            (a.metrics.attempts, a.metrics.allowed, a.metrics.denied),
+            "{}",
+            a.name
+        );
+    }
+}

@@ -180,3 +180,53 @@ fn poisson_max_in_window(
         .first()
         .map_or(0, |a| a.metrics.max_in_window))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The busiest window of a plain scenario: one Poisson client sending `rate` per
+    /// second for `windows` windows of `window_s` seconds, under `max` per window.
+    fn busiest_window(algorithm: &str, max: u64, window_s: u64, rate: u64, seed: u64) -> u64 {
+        let duration = 200 * window_s;
+        let text = format!(
+            "name = \"by-hand\"\nseed = {seed}\nduration = \"{duration}s\"\n\
+             algorithms = [\"{algorithm}\"]\n\
+             [limit]\nmax_requests = {max}\nwindow = \"{window_s}s\"\n\
+             [[traffic]]\nkind = \"poisson\"\nrate = {rate}\n"
+        );
+        let scenario = Scenario::parse(&text, std::path::Path::new("hand.toml")).unwrap();
+        let options = RunOptions {
+            threads: 1,
+            ..RunOptions::default()
+        };
+        let report =
+            super::super::run(&scenario, &options, &mut |_| Ok(Box::new(NoopSink))).unwrap();
+        report.algorithms[0].metrics.max_in_window
+    }
+
+    #[test]
+    fn the_poisson_numbers_are_those_of_one_client_at_one_and_two_times_the_limit_rate() {
+        // 50 per window of 1 s and of 2 s: a Poisson client at 1× and 2× that rate,
+        // over 200 windows with the calibration's seed. A fixed window's busiest window
+        // (between N and 2N) depends on the exact stream, so a different rate, length
+        // or seed shows.
+        for window_s in [1, 2] {
+            let rule = Rule::new(50, Nanos::from_secs(window_s)).unwrap();
+            for algorithm in ["fixed_window", "sliding_window_counter"] {
+                for factor in [1, 2] {
+                    let seed = 7;
+                    let calibrated =
+                        poisson_max_in_window(Registry::builtin(), algorithm, &rule, factor, seed)
+                            .unwrap();
+                    let rate = factor * 50 / window_s;
+                    assert_eq!(
+                        calibrated,
+                        busiest_window(algorithm, 50, window_s, rate, seed),
+                        "{algorithm} at {factor}× 50/{window_s}s"
+                    );
+                }
+            }
+        }
+    }
+}
