@@ -26,6 +26,13 @@ fn limiter(
     )
 }
 
+/// One step of a xorshift generator: the tests' pseudo-random, reproducible streams.
+fn xorshift(x: &mut u64) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+}
+
 #[test]
 fn keys_never_share_a_quota() {
     let rule = Rule::new(2, Nanos::from_secs(10)).unwrap();
@@ -286,9 +293,7 @@ fn exclusive_access_decides_exactly_as_the_locked_path() {
         let mut owned = limiter(&name, rule, &clock_b);
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for i in 0..2_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let step = Nanos::new(x % 300_000_000);
             clock_a.advance(step);
             clock_b.advance(step);
@@ -328,9 +333,7 @@ fn allow_admits_and_consumes_exactly_as_try_acquire() {
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
         let mut denied = 0;
         for i in 0..2_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let step = Nanos::new(x % 200_000_000);
             clock_a.advance(step);
             clock_b.advance(step);
