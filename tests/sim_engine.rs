@@ -853,3 +853,102 @@ fn each_nodes_allowed_and_denied_split_its_attempts_and_sum_to_the_algorithms_co
         );
     }
 }
+
+#[test]
+fn the_chart_key_chooses_the_client_the_window_series_follows_and_must_have_sent_something() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = 1_000_000_000;
+    // k0 arrives first (the client the first pass follows), k2 twice, k1 once.
+    let rows = [(0, 0, 1), (s, 1, 1), (2 * s, 2, 1), (3 * s, 2, 1)];
+    for (key, peak) in [("k0", 1), ("k2", 2), ("k1", 1)] {
+        let mut sc = trace_scenario(dir.path(), &rows, 3, 10 * s, "");
+        sc.chart_key = Some(key.to_string());
+        let (report, _) = run_capturing(&sc, 1);
+        for a in &report.algorithms {
+            assert_eq!(a.window_key.as_deref(), Some(key), "{}", a.name);
+            let highest = a.window_counts.iter().map(|w| w.count).max();
+            assert_eq!(
+                highest,
+                Some(peak),
+                "{} {key}: {:?}",
+                a.name,
+                a.window_counts
+            );
+        }
+    }
+    let mut sc = trace_scenario(dir.path(), &rows, 3, 10 * s, "");
+    sc.chart_key = Some("k9".to_string());
+    let refused = ratesim::sim::run(&sc, &ratesim::sim::RunOptions::default(), &mut |_| {
+        Ok(Box::new(ratesim::sim::NoopSink))
+    });
+    match refused {
+        Err(ratesim::sim::SimError::UnknownKey { key, hint }) => {
+            assert_eq!(key, "k9");
+            assert_eq!(hint, "did you mean `k0`, `k1`, `k2`?");
+        }
+        other => panic!("expected UnknownKey, got {other:?}"),
+    }
+}
+
+/// Every `(done, total)` a run reports through `RunOptions::progress`.
+fn progress_of(scenario: &ratesim::sim::Scenario, threads: usize) -> Vec<(u64, u64)> {
+    let seen = std::sync::Mutex::new(Vec::new());
+    let callback = |done, total| seen.lock().unwrap().push((done, total));
+    let options = ratesim::sim::RunOptions {
+        threads,
+        progress: Some(&callback),
+        ..ratesim::sim::RunOptions::default()
+    };
+    ratesim::sim::run(scenario, &options, &mut |_| {
+        Ok(Box::new(ratesim::sim::NoopSink))
+    })
+    .unwrap();
+    seen.into_inner().unwrap()
+}
+
+#[test]
+fn progress_follows_simulated_time_every_4096_decisions_and_ends_at_the_total() {
+    // 4,096 arrivals a second for 10 s, one algorithm: after the k-th 4,096 decisions
+    // the simulated clock is at k seconds (less one arrival's gap), a tenth of the run:
+    // 100·k of the algorithm's 1,000 units.
+    let text = "name = \"p\"\nduration = \"10s\"\nalgorithms = [\"token_bucket\"]\n\
+                [limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+                [[traffic]]\nkind = \"uniform\"\nrate = 4096\n";
+    let sc = parse_at(text, Path::new("p.toml"));
+    let seen = progress_of(&sc, 1);
+    assert!(seen.iter().all(|&(_, total)| total == 1_000), "{seen:?}");
+    assert_eq!(seen.last(), Some(&(1_000, 1_000)), "{seen:?}");
+    let steps: Vec<u64> = seen[..seen.len() - 1].iter().map(|s| s.0).collect();
+    assert!((9..=10).contains(&steps.len()), "{seen:?}");
+    for (k, &done) in (1..).zip(&steps) {
+        assert!(done.abs_diff(100 * k) <= 1, "report {k}: {seen:?}");
+    }
+    // Six algorithms on two threads: each brings its 1,000 units, and the run ends at
+    // their sum.
+    let mut all = sc.clone();
+    all.algorithms = ALL.iter().map(|a| a.to_string()).collect();
+    let seen = progress_of(&all, 2);
+    assert!(seen.iter().all(|&(_, total)| total == 6_000), "{seen:?}");
+    assert_eq!(seen.iter().map(|s| s.0).max(), Some(6_000), "{seen:?}");
+    assert!(seen.len() >= 6 * 10, "{} reports", seen.len());
+}
+
+#[test]
+fn run_options_debug_shows_every_setting() {
+    let callback = |_, _| {};
+    let options = ratesim::sim::RunOptions {
+        threads: 3,
+        progress: Some(&callback),
+        ..ratesim::sim::RunOptions::default()
+    };
+    let shown = format!("{options:?}");
+    for part in [
+        "RunOptions",
+        "threads: 3",
+        "progress: true",
+        "registry:",
+        "store: Memory",
+    ] {
+        assert!(shown.contains(part), "{part} in {shown}");
+    }
+}

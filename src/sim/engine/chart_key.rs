@@ -55,5 +55,19 @@ mod tests {
             "clients are named like `client-0`, `client-1`, `client-12`"
         );
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        // Long names may be a third of their length apart: three edits on fourteen
+        // characters is still close, five is not.
+        let mut keys = KeyTable::default();
+        keys.intern("api-gateway-eu");
+        assert_eq!(edit_distance("api-gatewy-us", "api-gateway-eu"), 3);
+        assert_eq!(
+            unknown_key_hint("api-gatewy-us", &keys),
+            "did you mean `api-gateway-eu`?"
+        );
+        assert_eq!(edit_distance("apigatewayxxxx", "api-gateway-eu"), 5);
+        assert_eq!(
+            unknown_key_hint("apigatewayxxxx", &keys),
+            "clients are named like `api-gateway-eu`"
+        );
     }
 }

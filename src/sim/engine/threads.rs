@@ -123,3 +123,45 @@ fn in_scenario_order(
     }
     Ok(algorithms)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::sim::NoopSink;
+
+    /// The shares `share_reference` lays for `extra` (a `[client]` or `[deployment]`
+    /// table) under three algorithms dealt into two groups: the sliding log is the
+    /// second, so the second group owns it.
+    fn shares(extra: &str) -> Vec<Share> {
+        let text = format!(
+            "name = \"s\"\nduration = \"1s\"\n\
+             algorithms = [\"token_bucket\", \"sliding_window_log\", \"gcra\"]\n\
+             [limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+             [[traffic]]\nkind = \"uniform\"\nrate = 4\n{extra}"
+        );
+        let scenario = Scenario::parse(&text, Path::new("s.toml")).unwrap();
+        let groups = deal(&scenario, Registry::builtin(), 2, &mut |_| {
+            Ok(Box::new(NoopSink))
+        })
+        .unwrap();
+        share_reference(&scenario, &groups)
+    }
+
+    #[test]
+    fn the_group_running_the_sliding_log_sends_its_decisions_to_the_others() {
+        let open = shares("");
+        assert!(matches!(&open[0], Share::Receive(_)));
+        assert!(matches!(&open[1], Share::Send(senders) if senders.len() == 1));
+        // Retry clients see different streams per algorithm, and a deployment's log is
+        // not the reference: every group keeps its own copy.
+        for extra in [
+            "[client]\nkind = \"retry\"\n",
+            "[deployment]\nnodes = 2\nstore = \"local\"\n",
+        ] {
+            let alone = shares(extra);
+            assert!(alone.iter().all(|s| matches!(s, Share::Alone)), "{extra}");
+        }
+    }
+}
