@@ -144,6 +144,29 @@ fn poisson_max_in_window(
     factor: u64,
     seed: u64,
 ) -> Result<u64, CalibrateError> {
+    let scenario = poisson_scenario(registry, algorithm, rule, factor, seed)?;
+    let options = RunOptions {
+        threads: 1,
+        registry,
+        ..RunOptions::default()
+    };
+    let report = super::run(&scenario, &options, &mut |_| Ok(Box::new(NoopSink)))?;
+    Ok(report
+        .algorithms
+        .first()
+        .map_or(0, |a| a.metrics.max_in_window))
+}
+
+/// The scenario [`poisson_max_in_window`] runs: one Poisson client at `factor ×` the
+/// limit rate, for about [`POISSON_ARRIVALS`] arrivals, but at least 10 windows and at
+/// most [`POISSON_WINDOWS`].
+fn poisson_scenario(
+    registry: &Registry,
+    algorithm: &str,
+    rule: &Rule,
+    factor: u64,
+    seed: u64,
+) -> Result<Scenario, CalibrateError> {
     // The rate in nano-requests per second, exactly: factor · N / W.
     let nano_rate = u128::from(factor)
         * u128::from(rule.max_requests())
@@ -168,17 +191,11 @@ fn poisson_max_in_window(
         rule.window().as_u64(),
         rule.burst(),
     );
-    let scenario = Scenario::parse_with(&text, std::path::Path::new("<calibrate>"), registry)?;
-    let options = RunOptions {
-        threads: 1,
+    Ok(Scenario::parse_with(
+        &text,
+        std::path::Path::new("<calibrate>"),
         registry,
-        ..RunOptions::default()
-    };
-    let report = super::run(&scenario, &options, &mut |_| Ok(Box::new(NoopSink)))?;
-    Ok(report
-        .algorithms
-        .first()
-        .map_or(0, |a| a.metrics.max_in_window))
+    )?)
 }
 
 #[cfg(test)]
@@ -203,6 +220,29 @@ mod tests {
         let report =
             super::super::run(&scenario, &options, &mut |_| Ok(Box::new(NoopSink))).unwrap();
         report.algorithms[0].metrics.max_in_window
+    }
+
+    #[test]
+    fn a_poisson_calibration_runs_two_million_arrivals_within_10_to_200_windows() {
+        // (N per window, factor) → windows: 2,000,000 arrivals when that is 10 to 200
+        // windows, otherwise the nearer bound.
+        for (max, factor, windows) in [
+            (50, 2, 200),
+            (5_000, 2, 200),
+            (10_000, 1, 200),
+            (10_000, 2, 100),
+            (50_000, 2, 20),
+            (100_000, 1, 20),
+            (1_000_000, 2, 10),
+        ] {
+            let rule = Rule::new(max, Nanos::from_secs(3)).unwrap();
+            let scenario = poisson_scenario(Registry::builtin(), "gcra", &rule, factor, 7).unwrap();
+            assert_eq!(
+                scenario.duration,
+                Nanos::from_secs(3 * windows),
+                "{max} per window at {factor}×"
+            );
+        }
     }
 
     #[test]
