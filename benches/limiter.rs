@@ -11,9 +11,10 @@
 //! - `real_string_2_threads/10k`: two threads on 10,000 keys; the time is wall time per
 //!   decision over both threads together.
 //! - `fake_u32/…`: the same with integer keys and a fake clock, as the simulator used it
-//!   until issue 17 (governor on its `FakeRelativeClock`). `…/token_bucket_allow` and
-//!   `…/gcra_allow` decide through `RateLimiter::allow`, yes or no like governor's
-//!   `check_key`, where the others work out the whole `Decision`.
+//!   until issue 17 (governor on its `FakeRelativeClock`).
+//! - `…/token_bucket_allow` and `…/gcra_allow` (both tables): through
+//!   `RateLimiter::allow`, yes or no like governor's `check_key`, where the others work
+//!   out the whole `Decision` (`remaining`, `retry_after`, `reset_after`).
 //!
 //! Run: `cargo bench --bench limiter` (about 4 minutes; filter with e.g.
 //! `cargo bench --bench limiter -- real_string/1_key`). Plots are off: criterion's
@@ -101,7 +102,15 @@ const SETS: [(&str, usize, Order); 4] = [
     ("1M_keys_random", 1_000_000, Order::Random),
 ];
 
-fn ratesim_string<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, keys: &[String]) {
+/// `with_allow`: also time `allow` (the token bucket and GCRA, the contenders of the
+/// governor comparison).
+fn ratesim_string<A: Algorithm>(
+    c: &mut Criterion,
+    group: &str,
+    algorithm: A,
+    keys: &[String],
+    with_allow: bool,
+) {
     let name = algorithm.name().to_string();
     let limiter: RateLimiter<A, String> = RateLimiter::new(algorithm);
     for k in keys {
@@ -114,6 +123,14 @@ fn ratesim_string<A: Algorithm>(c: &mut Criterion, group: &str, algorithm: A, ke
             n,
             |b, _| b.iter(|| black_box(limiter.try_acquire(keys[walk.next()].as_str()))),
         );
+        if with_allow {
+            // Yes or no only, like governor's `check_key`.
+            c.bench_with_input(
+                BenchmarkId::new(format!("{group}/{label}"), format!("{name}_allow")),
+                n,
+                |b, _| b.iter(|| black_box(limiter.allow(keys[walk.next()].as_str()))),
+            );
+        }
     }
 }
 
@@ -183,18 +200,19 @@ fn ratesim_u32<A: Algorithm>(
 fn real_string(c: &mut Criterion) {
     let keys = names(1_000_000);
     let group = "real_string";
-    ratesim_string(c, group, TokenBucket::new(rule()), &keys);
-    ratesim_string(c, group, Gcra::new(rule()), &keys);
+    ratesim_string(c, group, TokenBucket::new(rule()), &keys, true);
+    ratesim_string(c, group, Gcra::new(rule()), &keys, true);
     ratesim_compact(c, group, TokenBucket::new(rule()), &keys);
     ratesim_compact(c, group, Gcra::new(rule()), &keys);
-    ratesim_string(c, group, LeakyBucket::new(rule()), &keys);
-    ratesim_string(c, group, FixedWindow::new(rule()), &keys);
-    ratesim_string(c, group, SlidingWindowCounter::new(rule()), &keys);
+    ratesim_string(c, group, LeakyBucket::new(rule()), &keys, false);
+    ratesim_string(c, group, FixedWindow::new(rule()), &keys, false);
+    ratesim_string(c, group, SlidingWindowCounter::new(rule()), &keys, false);
     ratesim_string(
         c,
         group,
         SlidingWindowLog::new(Rule::new(100, Nanos::from_secs(1)).unwrap()),
         &keys[..10_000],
+        false,
     );
     {
         let governor = Governor::keyed(quota());
