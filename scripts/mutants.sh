@@ -4,7 +4,8 @@
 #   scripts/mutants.sh AREA [extra cargo-mutants args...]
 #
 # AREA: metrics | algorithm | limiter | sim | report | all (every area in turn); sim is
-# five parts, sim-engine, sim-traffic, sim-scenario, sim-trace, sim-search, each also an AREA.
+# six parts, sim-engine, sim-traffic, sim-scenario, sim-trace, sim-redis, sim-search, each
+# also an AREA.
 # Each area mutates only its own files and runs only the tests that exercise them: the
 # whole suite per mutant costs ~25 s, and a mutant's rebuild another 10-30 s on 2 busy
 # cores. The light library (algorithm, registry, limiter, composite, rule, time,
@@ -39,16 +40,25 @@ export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0
 run() {
     local name="$1" files=() features=() options=()
     shift
+    # The conformance suite is random streams over every rule: 35 s unoptimised, a few
+    # seconds at opt-level 1, which the small light library compiles almost as fast.
+    local opt=0 timeout="$TIMEOUT"
     if [ "${1:-}" = "--light" ]; then
         # toml-rules keeps the middleware's hot reload in: a mutant in code that is
         # compiled out would count as missed.
         features=(--no-default-features --features toml-rules)
+        opt=1
+        shift
+    elif [ "${1:-}" = "--redis" ]; then
+        # The Redis tests replay whole runs through a real redis-server: minutes
+        # unoptimised, 90 s at opt-level 1. They must not skip (a skipped test passes,
+        # and every mutant would look missed).
+        features=(--features redis)
+        opt=1
+        timeout="${MUTANTS_REDIS_TIMEOUT:-300}"
+        export RATESIM_REQUIRE_REDIS=1
         shift
     fi
-    # The conformance suite is random streams over every rule: 35 s unoptimised, a few
-    # seconds at opt-level 1, which the small light library compiles almost as fast.
-    local opt=0
-    [ ${#features[@]} -gt 0 ] && opt=1
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         case "$1" in
         -*) options+=("$1") ;;
@@ -73,7 +83,7 @@ run() {
     done
     echo "== mutants: $name: ${files[*]} ${options[*]} ${features[*]} -- ${targets[*]}" >&2
     mkdir -p "mutants.out/$name"
-    CARGO_PROFILE_DEV_OPT_LEVEL=$opt cargo mutants --timeout "$TIMEOUT" --output "mutants.out/$name" \
+    CARGO_PROFILE_DEV_OPT_LEVEL=$opt cargo mutants --timeout "$timeout" --output "mutants.out/$name" \
         --copy-target=false "${features[@]}" "${files[@]}" ${options[@]+"${options[@]}"} \
         "${targets[@]}" ${EXTRA[@]+"${EXTRA[@]}"}
 }
@@ -97,9 +107,9 @@ limiter | all)
         --test composite --test dense || status=$?
     ;;&
 sim | sim-* | all)
-    # The simulator, in five parts: each mutates its own files and runs only the test
+    # The simulator, in six parts: each mutates its own files and runs only the test
     # targets that exercise them (17-33 s a mutant instead of 25-60 s with every
-    # simulator test). `sim` runs the five in turn; `sim-engine` etc. one of them.
+    # simulator test). `sim` runs the six in turn; `sim-engine` etc. one of them.
     # The Redis store's half of src/sim/engine/states.rs (`remote`) is compiled only with
     # `--features redis` and is tested against a real server by tests/redis_sim.rs; in
     # this build its mutants change no code, so they are left out here (-E). So is
@@ -127,6 +137,12 @@ sim | sim-* | all)
         run sim-trace 'src/sim/trace/*.rs' \
             -- --lib --test trace_formats --test trace_input --test trace_times || status=$?
     fi
+    if part sim-redis; then
+        # The Redis store's side of the engine, with `--features redis`, against a real
+        # redis-server (tests/redis_sim.rs starts its own): about 90 s a mutant.
+        run sim-redis --redis src/sim/engine/states.rs src/sim/engine/dispatch.rs \
+            --re='remote::|check_store' -- --test redis_sim || status=$?
+    fi
     if part sim-search; then
         run sim-search src/sim/worst_case.rs src/sim/calibrate.rs \
             -- --lib --test worst_case --test sim_limits --test plugin || status=$?
@@ -135,9 +151,9 @@ sim | sim-* | all)
 report | all)
     run report src/report/csvout.rs -- --lib --test report_csv || status=$?
     ;;&
-metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-search | report | all) ;;
+metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-redis | sim-search | report | all) ;;
 *)
-    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,search}|report|all [cargo-mutants args]" >&2
+    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,redis,search}|report|all [cargo-mutants args]" >&2
     exit 2
     ;;
 esac

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use ratesim::Nanos;
-use ratesim::sim::{ArrivalStream, ClientModel};
+use ratesim::sim::{ArrivalStream, ClientModel, NoopSink, RunOptions, Scenario, SimError};
 use sim_support::*;
 
 const ALL: [&str; 6] = [
@@ -878,11 +878,9 @@ fn the_chart_key_chooses_the_client_the_window_series_follows_and_must_have_sent
     }
     let mut sc = trace_scenario(dir.path(), &rows, 3, 10 * s, "");
     sc.chart_key = Some("k9".to_string());
-    let refused = ratesim::sim::run(&sc, &ratesim::sim::RunOptions::default(), &mut |_| {
-        Ok(Box::new(ratesim::sim::NoopSink))
-    });
+    let refused = ratesim::sim::run(&sc, &RunOptions::default(), &mut |_| Ok(Box::new(NoopSink)));
     match refused {
-        Err(ratesim::sim::SimError::UnknownKey { key, hint }) => {
+        Err(SimError::UnknownKey { key, hint }) => {
             assert_eq!(key, "k9");
             assert_eq!(hint, "did you mean `k0`, `k1`, `k2`?");
         }
@@ -891,18 +889,15 @@ fn the_chart_key_chooses_the_client_the_window_series_follows_and_must_have_sent
 }
 
 /// Every `(done, total)` a run reports through `RunOptions::progress`.
-fn progress_of(scenario: &ratesim::sim::Scenario, threads: usize) -> Vec<(u64, u64)> {
+fn progress_of(scenario: &Scenario, threads: usize) -> Vec<(u64, u64)> {
     let seen = std::sync::Mutex::new(Vec::new());
     let callback = |done, total| seen.lock().unwrap().push((done, total));
-    let options = ratesim::sim::RunOptions {
+    let options = RunOptions {
         threads,
         progress: Some(&callback),
-        ..ratesim::sim::RunOptions::default()
+        ..RunOptions::default()
     };
-    ratesim::sim::run(scenario, &options, &mut |_| {
-        Ok(Box::new(ratesim::sim::NoopSink))
-    })
-    .unwrap();
+    ratesim::sim::run(scenario, &options, &mut |_| Ok(Box::new(NoopSink))).unwrap();
     seen.into_inner().unwrap()
 }
 
@@ -936,10 +931,10 @@ fn progress_follows_simulated_time_every_4096_decisions_and_ends_at_the_total() 
 #[test]
 fn run_options_debug_shows_every_setting() {
     let callback = |_, _| {};
-    let options = ratesim::sim::RunOptions {
+    let options = RunOptions {
         threads: 3,
         progress: Some(&callback),
-        ..ratesim::sim::RunOptions::default()
+        ..RunOptions::default()
     };
     let shown = format!("{options:?}");
     for part in [
