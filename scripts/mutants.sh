@@ -11,8 +11,8 @@
 # cores. The light library (algorithm, registry, limiter, composite, rule, time,
 # middleware) is built without the `cli` feature, which leaves out the simulator and the
 # reports and makes each rebuild several times cheaper; its tests (tests/algorithms.rs,
-# conformance.rs, bounds.rs, states.rs, reset_after.rs, limiter.rs, composite.rs) need
-# nothing more.
+# conformance.rs, bounds.rs, states.rs, reset_after.rs, limiter.rs, composite.rs,
+# dense.rs, packed.rs) need nothing more.
 # (properties.rs is left out: it is the slowest to rebuild, and conformance.rs checks
 # the same decisions.) Debug info is off for the same reason. Results go to
 # mutants.out/AREA/mutants.out/ (git-ignored): caught.txt, missed.txt, unviable.txt,
@@ -98,13 +98,13 @@ metrics | all)
 algorithm | all)
     run algorithm --light 'src/algorithm/*.rs' src/registry.rs \
         -- --lib --test algorithms --test conformance --test bounds --test states \
-        --test reset_after || status=$?
+        --test reset_after --test packed || status=$?
     ;;&
 limiter | all)
     run limiter --light src/limiter.rs src/composite.rs src/rule.rs src/time.rs \
         src/middleware.rs src/dense.rs src/prefetch.rs \
         -- --lib --test limiter --test algorithms --test conformance --test bounds \
-        --test composite --test dense || status=$?
+        --test composite --test dense --test packed || status=$?
     ;;&
 sim | sim-* | all)
     # The simulator, in six parts: each mutates its own files and runs only the test
