@@ -14,8 +14,8 @@ use super::reference::{ReferenceFeed, Share};
 use crate::registry::Entry;
 use crate::sim::traffic::Arrival;
 use crate::sim::{
-    AlgorithmReport, ArrivalStream, DecisionSink, KeyTable, Scenario, ScenarioError, SimError,
-    StateStore,
+    AlgorithmReport, ArrivalStream, ClientModel, DecisionSink, KeyTable, Scenario, ScenarioError,
+    SimError, StateStore,
 };
 
 /// Arrivals generated and fed to the algorithms at a time: small enough to stay in
@@ -38,6 +38,9 @@ pub(super) enum Source {
     Generate,
     /// Receives it from the run's producer (one of several groups, see `fanout`).
     Receive(Received),
+    /// Generates the arrivals of these keys only (ids in this table, the first pass's):
+    /// the silent second pass with open clients.
+    Only(KeyTable, Vec<u32>),
 }
 
 /// Runs a group of algorithms in lockstep on one thread. If the key whose window count
@@ -71,23 +74,33 @@ pub(super) fn run_group<'a>(
         drivers.push(driver(job));
         owners.push((a.index, a.entry));
     }
-    let Ok(first) = run_pass(scenario, drivers, share, source) else {
+    let Ok((first, keys)) = run_pass(scenario, drivers, share, source) else {
         return Vec::new();
     };
     let mut again = Vec::new();
+    let mut again_keys = Vec::new();
     let mut again_slots = Vec::new();
     for ((index, entry), outcome) in owners.into_iter().zip(first) {
         let outcome = outcome.and_then(known_key).map(|o| {
-            if let Some(d) = second_pass(scenario, entry, &o, store) {
+            if let Some((d, key)) = second_pass(scenario, entry, &o, store) {
                 again.push(d);
+                again_keys.push(key);
                 again_slots.push(results.len());
             }
             o.report
         });
         results.push((index, outcome));
     }
+    // With open clients a silent driver looks at its one key only (see `Driver::new`),
+    // so the stream of those keys alone is enough; retrying clients get the whole one.
+    let source = match (scenario.client, keys) {
+        (ClientModel::Open, Some(keys)) => Source::Only(keys, again_keys),
+        _ => Source::Generate,
+    };
     // A stream the group generates itself never stops early: errors are in the results.
-    let second = run_pass(scenario, again, Share::Alone, Source::Generate).unwrap_or_default();
+    let second = run_pass(scenario, again, Share::Alone, source)
+        .map(|(outcomes, _)| outcomes)
+        .unwrap_or_default();
     for (slot, outcome) in again_slots.into_iter().zip(second) {
         let result = &mut results[slot].1;
         match (outcome, result.as_mut()) {
@@ -114,13 +127,13 @@ fn known_key(outcome: Outcome) -> Result<Outcome, SimError> {
 }
 
 /// The silent driver that redraws the window count of the key `--key` chose, or else
-/// of the worst key, if the first pass drew another key's.
+/// of the worst key, if the first pass drew another key's; and that key.
 fn second_pass<'a>(
     scenario: &'a Scenario,
     entry: &'a Entry,
     first: &Outcome,
     store: &'a StateStore,
-) -> Option<Box<dyn Drive + 'a>> {
+) -> Option<(Box<dyn Drive + 'a>, u32)> {
     let worst = match first.wanted {
         Some(Ok(wanted)) if first.tracked != Some(wanted) => wanted,
         Some(_) => return None,
@@ -136,40 +149,57 @@ fn second_pass<'a>(
         series: true,
         store,
     };
-    Some(driver(job))
+    Some((driver(job), worst))
 }
 
-/// Feeds the stream from `source`, chunk by chunk, to every driver, and finishes them.
+/// A pass's outcomes, one per driver, and the stream's keys (`None` if it failed).
+type Pass = (Vec<Result<Outcome, SimError>>, Option<KeyTable>);
+
+/// Feeds the stream from `source`, chunk by chunk, to every driver, and finishes them;
+/// with the stream's keys, unless it failed.
 fn run_pass<'a>(
     scenario: &'a Scenario,
     mut drivers: Vec<Box<dyn Drive + 'a>>,
     share: Share,
     source: Source,
-) -> Result<Vec<Result<Outcome, SimError>>, Stopped> {
+) -> Result<Pass, Stopped> {
     if drivers.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let mut reference = ReferenceFeed::new(scenario, &drivers, share, CHUNK);
     let fed = match source {
-        Source::Generate => generate_all(scenario, &mut reference, &mut drivers),
+        Source::Generate => {
+            generate_all(ArrivalStream::new(scenario), &mut reference, &mut drivers)
+        }
+        Source::Only(keys, wanted) => generate_all(
+            ArrivalStream::only(scenario, keys, &wanted),
+            &mut reference,
+            &mut drivers,
+        ),
         Source::Receive(received) => Ok(receive_all(received, &mut reference, &mut drivers)?),
     };
     Ok(match fed {
-        Ok(keys) => drivers.into_iter().map(|d| d.finish(&keys)).collect(),
-        Err(e) => drivers
-            .iter()
-            .map(|_| Err(SimError::Scenario(e.clone())))
-            .collect(),
+        Ok(keys) => {
+            let outcomes = drivers.into_iter().map(|d| d.finish(&keys)).collect();
+            (outcomes, Some(keys))
+        }
+        Err(e) => {
+            let outcomes = drivers
+                .iter()
+                .map(|_| Err(SimError::Scenario(e.clone())))
+                .collect();
+            (outcomes, None)
+        }
     })
 }
 
-/// Generates the stream and feeds it to the drivers; the stream's keys at its end.
+/// Feeds `stream` to the drivers; the stream's keys at its end.
 fn generate_all(
-    scenario: &Scenario,
+    stream: Result<ArrivalStream, ScenarioError>,
     reference: &mut ReferenceFeed,
     drivers: &mut [Box<dyn Drive + '_>],
 ) -> Result<KeyTable, ScenarioError> {
-    let mut stream = ArrivalStream::new(scenario)?;
+    let mut stream = stream?;
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         next_chunk(&mut stream, &mut chunk)?;

@@ -73,6 +73,29 @@ impl CumulativeTable {
         self.total() * b as f64 / self.buckets as f64
     }
 
+    /// A hint that [`rank(u)`](Self::rank) will be asked soon: its guide entries may
+    /// start loading. Changes nothing.
+    #[inline]
+    fn prefetch(&self, u: f64) {
+        if let Some(lo) = self.guide.get(self.bucket(u)) {
+            crate::prefetch::prefetch(lo);
+        }
+    }
+
+    /// The guide bucket `u` falls in (clamped to the last).
+    #[inline]
+    fn bucket(&self, u: f64) -> usize {
+        let b = ((u / self.total()) * self.buckets as f64) as usize;
+        b.min(self.buckets - 1)
+    }
+
+    /// True when at least `n` weights are ≤ `u`, i.e. [`rank(u)`](Self::rank) ≥ `n`
+    /// (the cumulative weights never decrease). `n` ≤ the number of weights.
+    #[inline]
+    fn at_least(&self, n: usize, u: f64) -> bool {
+        n == 0 || self.cumulative[n - 1] <= u
+    }
+
     /// How many weights are ≤ `u`, by binary search of the whole table.
     fn search(&self, u: f64) -> usize {
         self.cumulative.partition_point(|&c| c <= u)
@@ -82,8 +105,7 @@ impl CumulativeTable {
     /// search to `[guide[b], guide[b + 1]]`, checked rather than trusted: if rounding
     /// put `u` outside the bracket, the whole table is searched.
     fn rank(&self, u: f64) -> usize {
-        let b = ((u / self.total()) * self.buckets as f64) as usize;
-        let b = b.min(self.buckets - 1);
+        let b = self.bucket(u);
         let (lo, hi) = (self.guide[b], self.guide[b + 1]);
         let at_least_lo = lo == 0 || self.cumulative[lo - 1] <= u;
         let at_most_hi = hi == self.cumulative.len() || self.cumulative[hi] > u;
@@ -93,6 +115,15 @@ impl CumulativeTable {
             self.search(u)
         }
     }
+}
+
+/// The randomness of one client pick, not yet looked up.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Draw {
+    /// The client's index itself.
+    Index(u32),
+    /// A point of a Zipf table's cumulative weights, to be looked up.
+    Point(f64),
 }
 
 /// The most clients a Zipf table holds (8 bytes each).
@@ -141,22 +172,76 @@ impl KeyPicker {
         }
     }
 
+    /// Draws a client and interns it: [`draw`](Self::draw), [`index`](Self::index)
+    /// and [`client`](Self::client) in one.
+    #[cfg(test)]
     pub(super) fn pick(&mut self, rng: &mut ChaCha8Rng, keys: &mut KeyTable) -> u32 {
-        let index = if self.count == 1 {
-            0 // no draw: a one-client source does not consume randomness
-        } else {
-            match &self.popularity {
-                Picking::Uniform => rng.random_range(0..self.count),
-                Picking::Table(table) => {
-                    // Rank 1 (index 0) is the most popular client.
-                    let u = rng.random::<f64>() * table.total();
-                    (table.rank(u) as u32).min(self.count - 1)
-                }
-                // Zipf yields 1..=n as a float.
-                Picking::Sampler(zipf) => (zipf.sample(rng) as u32).clamp(1, self.count) - 1,
-            }
-        };
+        let draw = self.draw(rng);
+        let index = self.index(draw);
         self.client(index, keys)
+    }
+
+    /// Takes the randomness that picks one client (none for a one-client source). Which
+    /// client it is, [`index`](Self::index) says; in between, a generator can draw for
+    /// more arrivals, so the table lookups of many draws overlap in memory.
+    #[inline]
+    pub(super) fn draw(&self, rng: &mut ChaCha8Rng) -> Draw {
+        if self.count == 1 {
+            return Draw::Index(0); // no draw: a one-client source does not consume randomness
+        }
+        match &self.popularity {
+            Picking::Uniform => Draw::Index(rng.random_range(0..self.count)),
+            Picking::Table(table) => Draw::Point(rng.random::<f64>() * table.total()),
+            // Zipf yields 1..=n as a float.
+            Picking::Sampler(zipf) => {
+                Draw::Index((zipf.sample(rng) as u32).clamp(1, self.count) - 1)
+            }
+        }
+    }
+
+    /// The client (0-based index) `draw` picked. Rank 1 (index 0) is the most popular.
+    #[inline]
+    pub(super) fn index(&self, draw: Draw) -> u32 {
+        match (draw, &self.popularity) {
+            (Draw::Index(index), _) => index,
+            (Draw::Point(u), Picking::Table(table)) => (table.rank(u) as u32).min(self.count - 1),
+            (Draw::Point(_), _) => 0, // not reached: only a table draws a point
+        }
+    }
+
+    /// True when `draw` picked client `index`, as [`index`](Self::index) would say, but
+    /// without a search: a table's point is compared with the client's two cumulative
+    /// weights.
+    #[inline]
+    pub(super) fn picks(&self, draw: Draw, index: u32) -> bool {
+        match (draw, &self.popularity) {
+            (Draw::Index(i), _) => i == index,
+            // `index` clamps ranks past the last client to it.
+            (Draw::Point(u), Picking::Table(table)) => {
+                let i = index as usize;
+                table.at_least(i, u) && (index == self.count - 1 || !table.at_least(i + 1, u))
+            }
+            (Draw::Point(_), _) => false, // not reached: only a table draws a point
+        }
+    }
+
+    /// A hint that [`index(draw)`](Self::index) will be asked soon: the table entries
+    /// it reads first may start loading. Changes nothing.
+    #[inline]
+    pub(super) fn prefetch_lookup(&self, draw: Draw) {
+        if let (Draw::Point(u), Picking::Table(table)) = (draw, &self.popularity) {
+            table.prefetch(u);
+        }
+    }
+
+    /// A hint that client `index` will be interned soon. Changes nothing.
+    #[inline]
+    pub(super) fn prefetch(&self, index: u32) {
+        if let Ids::Dense(ids) = &self.ids
+            && let Some(id) = ids.get(index as usize)
+        {
+            crate::prefetch::prefetch(id);
+        }
     }
 
     /// The id of client `index` (0-based) of this source, interned on first use: for
@@ -213,6 +298,40 @@ mod tests {
             points.extend((0..20_000).map(|_| rng.random::<f64>() * total));
             for u in points {
                 assert_eq!(table.rank(u), table.search(u), "n {n}, s {s}, u {u}");
+            }
+        }
+    }
+
+    /// `picks(draw, k)` is true exactly for the client `index(draw)` names: at random
+    /// points, at every cumulative weight and one float either side, at 0 and at the
+    /// total (where the last client is the clamp's), for a table, uniform picks and a
+    /// one-client source.
+    #[test]
+    fn picks_agrees_with_index_for_every_client() {
+        let spec = |count, popularity| KeySpec {
+            count,
+            popularity,
+            prefix: "c".into(),
+        };
+        let zipf = Popularity::Zipf { exponent: 1.1 };
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for picker in [
+            KeyPicker::new(&spec(300, zipf)),
+            KeyPicker::new(&spec(300, Popularity::Uniform)),
+            KeyPicker::new(&spec(1, zipf)),
+        ] {
+            let mut draws: Vec<Draw> = (0..3_000).map(|_| picker.draw(&mut rng)).collect();
+            if let Picking::Table(table) = &picker.popularity {
+                draws.extend([0.0, table.total(), table.total().next_up()].map(Draw::Point));
+                for &c in &table.cumulative {
+                    draws.extend([c, c.next_down(), c.next_up()].map(Draw::Point));
+                }
+            }
+            for draw in draws {
+                let index = picker.index(draw);
+                for k in 0..picker.count {
+                    assert_eq!(picker.picks(draw, k), k == index, "{draw:?}, client {k}");
+                }
             }
         }
     }

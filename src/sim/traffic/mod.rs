@@ -13,17 +13,19 @@
 mod keys;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
-use super::scenario::{Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec, burst_period};
+use super::scenario::{
+    KeySpec, Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec, burst_period,
+};
 use super::trace::TraceReader;
 use crate::rule::Rule;
 use crate::time::Nanos;
-use keys::KeyPicker;
+use keys::{Draw, KeyPicker};
 
 /// One request arriving: when, from which client (an interned key id), and its cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +39,7 @@ pub struct Arrival {
 }
 
 /// Key names ↔ dense `u32` ids, so the engine's maps hash small integers.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct KeyTable {
     names: Vec<String>,
     ids: HashMap<String, u32>,
@@ -97,12 +99,38 @@ pub struct ArrivalStream {
 impl ArrivalStream {
     /// Opens every source of `scenario` (trace files are opened here).
     pub fn new(scenario: &Scenario) -> Result<ArrivalStream, ScenarioError> {
+        ArrivalStream::open(scenario, KeyTable::default(), None)
+    }
+
+    /// The arrivals of the keys `wanted` only: exactly those the whole stream of
+    /// `scenario` yields for them, in the same order, at the same instants, with the
+    /// same costs. `keys` is the key table of a whole stream of `scenario`: `wanted`
+    /// are ids in it, and it is this stream's table (no key is interned). Sequence
+    /// numbers count the arrivals this stream yields.
+    ///
+    /// Every other arrival is still generated (the random streams must advance as
+    /// they do), but its client is only compared with the wanted ones, never looked
+    /// up or named: the engine's silent second pass, which redraws one key's window
+    /// count, costs a fraction of a whole stream.
+    pub(crate) fn only(
+        scenario: &Scenario,
+        keys: KeyTable,
+        wanted: &[u32],
+    ) -> Result<ArrivalStream, ScenarioError> {
+        ArrivalStream::open(scenario, keys, Some(wanted))
+    }
+
+    fn open(
+        scenario: &Scenario,
+        keys: KeyTable,
+        wanted: Option<&[u32]>,
+    ) -> Result<ArrivalStream, ScenarioError> {
         let mut stream = ArrivalStream {
             sources: Vec::new(),
             heap: BinaryHeap::new(),
             pending: Vec::new(),
             next_seq: 0,
-            keys: KeyTable::default(),
+            keys,
         };
         for (index, spec) in scenario.traffic.iter().enumerate() {
             // One independent ChaCha stream per source: adding a source never changes
@@ -111,6 +139,10 @@ impl ArrivalStream {
             rng.set_stream(index as u64 + 1);
             let picker = KeyPicker::new(&spec.keys);
             let pattern = Pattern::new(spec, &scenario.rule)?;
+            let keep = match wanted {
+                None => Keep::All,
+                Some(wanted) => Keep::new(spec, &pattern, &stream.keys, wanted),
+            };
             stream.sources.push(Source {
                 pattern,
                 picker,
@@ -119,6 +151,8 @@ impl ArrivalStream {
                 start: spec.start,
                 end: spec.end,
                 done: false,
+                ahead: VecDeque::with_capacity(AHEAD),
+                keep,
             });
         }
         for index in 0..stream.sources.len() {
@@ -181,6 +215,53 @@ struct Source {
     start: Nanos,
     end: Nanos,
     done: bool,
+    /// Arrivals generated ahead (a source that draws its clients): instants and client
+    /// indexes, not yet interned.
+    ahead: VecDeque<(Nanos, u32)>,
+    /// Which of its arrivals the stream yields.
+    keep: Keep,
+}
+
+/// Which of a source's arrivals a stream yields (see [`ArrivalStream::only`]).
+enum Keep {
+    /// Every one, each client interned on first sight.
+    All,
+    /// Those of these clients: `(client index, key id)`, for a source that numbers
+    /// its clients.
+    Clients(Vec<(u32, u32)>),
+    /// Those of these keys: `(name, key id)`, for a trace, whose rows name them.
+    Names(Vec<(String, u32)>),
+}
+
+impl Keep {
+    /// What a stream of the keys `wanted` (ids in `keys`) keeps of the source `spec`.
+    fn new(spec: &TrafficSpec, pattern: &Pattern, keys: &KeyTable, wanted: &[u32]) -> Keep {
+        let named = wanted.iter().map(|&id| (keys.name(id), id));
+        match pattern {
+            Pattern::Trace(_) => Keep::Names(named.map(|(n, id)| (n.to_string(), id)).collect()),
+            _ => Keep::Clients(
+                named
+                    .filter_map(|(name, id)| Some((client_index(&spec.keys, name)?, id)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The key id of a source's client `index` that this keeps, if it keeps it.
+    fn client(&self, index: u32) -> Option<u32> {
+        match self {
+            Keep::Clients(kept) => kept.iter().find(|k| k.0 == index).map(|k| k.1),
+            Keep::All | Keep::Names(_) => None,
+        }
+    }
+}
+
+/// Which of the source `keys`' clients is called `name` (`{prefix}-{index}`), if any.
+fn client_index(keys: &KeySpec, name: &str) -> Option<u32> {
+    let digits = name.strip_prefix(keys.prefix.as_str())?.strip_prefix('-')?;
+    let index: u32 = digits.parse().ok()?;
+    // `parse` also takes "+7" and "007", which no client is called.
+    (index < keys.count.max(1) && index.to_string() == digits).then_some(index)
 }
 
 /// Where each kind of source is in its sequence. Offsets are relative to `start`.
@@ -262,60 +343,150 @@ impl Pattern {
     }
 }
 
+/// Arrivals a source that picks its clients generates at a time: enough that the
+/// Zipf table lookups of one batch overlap in memory, few enough to stay in cache.
+const AHEAD: usize = 64;
+
 impl Source {
     fn next(&mut self, keys: &mut KeyTable) -> Result<Option<Arrival>, ScenarioError> {
-        if self.done {
-            return Ok(None);
+        match self.pattern {
+            Pattern::Trace(_) | Pattern::Burst { .. } => self.next_named(keys),
+            Pattern::Uniform { .. } | Pattern::Poisson { .. } | Pattern::OnOff { .. } => {
+                Ok(self.next_picked(keys))
+            }
         }
-        let start = self.start.as_u64();
-        let (time, key, cost) = match &mut self.pattern {
-            Pattern::Trace(reader) => match reader.next_row()? {
-                Some(row) => {
-                    let key = keys.intern(&row.key);
-                    (row.time, Some(key), row.cost.unwrap_or(self.cost))
+    }
+
+    /// The next arrival of a source whose arrivals name their client (a trace row, a
+    /// burst's client in turn) that the stream keeps.
+    fn next_named(&mut self, keys: &mut KeyTable) -> Result<Option<Arrival>, ScenarioError> {
+        while !self.done {
+            let (time, key, cost) = match &mut self.pattern {
+                Pattern::Trace(reader) => match reader.next_row()? {
+                    Some(row) => {
+                        let key = match &self.keep {
+                            Keep::All => Some(keys.intern(&row.key)),
+                            Keep::Names(kept) => kept.iter().find(|k| k.0 == row.key).map(|k| k.1),
+                            Keep::Clients(_) => None,
+                        };
+                        (row.time, key, row.cost.unwrap_or(self.cost))
+                    }
+                    None => (Nanos::MAX, None, 0),
+                },
+                Pattern::Burst {
+                    size,
+                    spread,
+                    period,
+                    boundary,
+                    clients,
+                    j,
+                } => {
+                    let b = u128::from(*boundary) * u128::from(*period);
+                    // Half-burst position i of `size` spread evenly over `spread` ns:
+                    // offset floor(i·spread / (size − 1)); a lone request sits at 0.
+                    let offset = |i: u64| match *size {
+                        1 => 0,
+                        n => u128::from(i) * u128::from(*spread) / u128::from(n - 1),
+                    };
+                    let half = *size * *clients;
+                    let (i, client) = ((*j % half) / *clients, (*j % half) % *clients);
+                    let t = if *j < half {
+                        // The last "before" request is 1 ns before the boundary.
+                        b - 1 - u128::from(*spread) + offset(i)
+                    } else {
+                        b + offset(i)
+                    };
+                    *j += 1;
+                    if *j == 2 * half {
+                        *j = 0;
+                        *boundary += 1;
+                    }
+                    let client = u32::try_from(client).unwrap_or(u32::MAX);
+                    let key = match self.keep {
+                        Keep::All => Some(self.picker.client(client, keys)),
+                        _ => self.keep.client(client),
+                    };
+                    (Nanos::saturating_from_u128(t), key, self.cost)
                 }
-                None => (Nanos::MAX, None, 0),
-            },
+                _ => return Ok(None), // not reached: the other patterns pick their clients
+            };
+            if time >= self.end || time == Nanos::MAX {
+                self.done = true;
+            } else if let Some(key) = key {
+                return Ok(Some(Arrival { time, key, cost }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next arrival of a source that draws its clients that the stream keeps.
+    /// Arrivals are generated [`AHEAD`] at a time, in the order of one at a time (each
+    /// instant's draw, then its client's), but a client is interned only when its
+    /// arrival is handed out, so key ids are numbered exactly as if nothing were
+    /// generated ahead.
+    fn next_picked(&mut self, keys: &mut KeyTable) -> Option<Arrival> {
+        if self.ahead.is_empty() && !self.done {
+            self.generate_ahead();
+        }
+        let (time, index) = self.ahead.pop_front()?;
+        let key = match self.keep {
+            Keep::All => self.picker.client(index, keys),
+            _ => self.keep.client(index)?, // only kept clients were generated ahead
+        };
+        Some(Arrival {
+            time,
+            key,
+            cost: self.cost,
+        })
+    }
+
+    /// Generates up to [`AHEAD`] arrivals the stream keeps into `ahead`: first every
+    /// instant and the randomness of its client (the draws in the order they always
+    /// come), then every client's lookup, which no longer waits on the random stream.
+    /// A stream of a few keys only checks whether each draw picked one of them.
+    fn generate_ahead(&mut self) {
+        let mut draws = [(Nanos::ZERO, Draw::Index(0)); AHEAD];
+        let mut n = 0;
+        while n < AHEAD && self.ahead.len() < AHEAD {
+            let time = self.picked_time();
+            if time >= self.end || time == Nanos::MAX {
+                self.done = true;
+                break;
+            }
+            let draw = self.picker.draw(&mut self.rng);
+            match &self.keep {
+                Keep::All => {
+                    self.picker.prefetch_lookup(draw);
+                    draws[n] = (time, draw);
+                    n += 1;
+                }
+                Keep::Clients(kept) => {
+                    if let Some(&(index, _)) = kept.iter().find(|k| self.picker.picks(draw, k.0)) {
+                        self.ahead.push_back((time, index));
+                    }
+                }
+                Keep::Names(_) => {} // not reached: only a trace's rows name their keys
+            }
+        }
+        for &(time, draw) in &draws[..n] {
+            let index = self.picker.index(draw);
+            self.picker.prefetch(index);
+            self.ahead.push_back((time, index));
+        }
+    }
+
+    /// The next instant of a source that draws its clients.
+    fn picked_time(&mut self) -> Nanos {
+        let start = self.start.as_u64();
+        match &mut self.pattern {
             Pattern::Uniform { rate, i } => {
                 let t = Nanos::new(start) + rate.nth_arrival(*i);
                 *i += 1;
-                (t, None, self.cost)
+                t
             }
             Pattern::Poisson { gap, at } => {
                 *at = at.saturating_add(sample_gap(gap, &mut self.rng));
-                (Nanos::new(start.saturating_add(*at)), None, self.cost)
-            }
-            Pattern::Burst {
-                size,
-                spread,
-                period,
-                boundary,
-                clients,
-                j,
-            } => {
-                let b = u128::from(*boundary) * u128::from(*period);
-                // Half-burst position i of `size` spread evenly over `spread` ns:
-                // offset floor(i·spread / (size − 1)); a lone request sits at 0.
-                let offset = |i: u64| match *size {
-                    1 => 0,
-                    n => u128::from(i) * u128::from(*spread) / u128::from(n - 1),
-                };
-                let half = *size * *clients;
-                let (i, client) = ((*j % half) / *clients, (*j % half) % *clients);
-                let t = if *j < half {
-                    // The last "before" request is 1 ns before the boundary.
-                    b - 1 - u128::from(*spread) + offset(i)
-                } else {
-                    b + offset(i)
-                };
-                *j += 1;
-                if *j == 2 * half {
-                    *j = 0;
-                    *boundary += 1;
-                }
-                let client = u32::try_from(client).unwrap_or(u32::MAX);
-                let key = self.picker.client(client, keys);
-                (Nanos::saturating_from_u128(t), Some(key), self.cost)
+                Nanos::new(start.saturating_add(*at))
             }
             Pattern::OnOff { gap, busy, on, off } => {
                 *busy = busy.saturating_add(sample_gap(gap, &mut self.rng));
@@ -326,19 +497,10 @@ impl Source {
                 let real = cycles
                     .saturating_mul(u128::from(*on) + u128::from(*off))
                     .saturating_add(u128::from(*busy % *on));
-                let t = Nanos::saturating_from_u128(u128::from(start).saturating_add(real));
-                (t, None, self.cost)
+                Nanos::saturating_from_u128(u128::from(start).saturating_add(real))
             }
-        };
-        if time >= self.end || time == Nanos::MAX {
-            self.done = true;
-            return Ok(None);
+            Pattern::Trace(_) | Pattern::Burst { .. } => Nanos::MAX, // name their clients
         }
-        let key = match key {
-            Some(k) => k,
-            None => self.picker.pick(&mut self.rng, keys),
-        };
-        Ok(Some(Arrival { time, key, cost }))
     }
 }
 
@@ -383,6 +545,104 @@ mod tests {
             (keys.id("a"), keys.id("c"), keys.id("d")),
             (Some(1), Some(2), None)
         );
+    }
+
+    /// A stream of a few keys yields exactly the whole stream's arrivals of those keys
+    /// (same instants, ids and costs, in the same order) for every kind of source: a Zipf
+    /// table (its first, last and a middle client), a Zipf sampler past the table's size,
+    /// uniform picks, a uniform rate and an on/off source sharing a prefix with another,
+    /// bursts and a trace; with no key, one, several, and every key.
+    #[test]
+    fn a_stream_of_a_few_keys_is_the_whole_streams_arrivals_of_them() {
+        let traffic = [
+            "kind = \"poisson\"\nrate = 400\nkeys = 50\nkey_popularity = \"zipf\"\nzipf_exponent = 1.2\n",
+            "kind = \"poisson\"\nrate = 20\nkeys = 2000000\nkey_popularity = \"zipf\"\nkey_prefix = \"big\"\n",
+            "kind = \"on_off\"\nrate = 100\non = \"1s\"\noff = \"2s\"\nkeys = 7\n",
+            "kind = \"uniform\"\nrate = 3\nkeys = 3\ncost = 2\n",
+            "kind = \"boundary_burst\"\nsize = 2\nkeys = 3\nkey_prefix = \"b\"\n",
+            "kind = \"trace\"\npath = \"traces/sample.csv\"\n",
+        ];
+        let text = format!(
+            "name = \"t\"\nseed = 7\nduration = \"40s\"\n[limit]\nmax_requests = 5\n\
+             window = \"10s\"\n{}",
+            traffic.map(|t| format!("[[traffic]]\n{t}")).concat()
+        );
+        let origin = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/t.toml");
+        let s = Scenario::parse(&text, &origin).unwrap();
+        let whole = drain(&s);
+        let keys = {
+            let mut stream = ArrivalStream::new(&s).unwrap();
+            while stream.next_arrival().unwrap().is_some() {}
+            stream.into_keys()
+        };
+        let id = |name: &str| keys.id(name).unwrap_or_else(|| panic!("no key {name}"));
+        let mut sets = vec![
+            vec![],
+            vec![id("client-0")],
+            vec![id("client-49")],
+            vec![id("client-2"), id("client-20"), id("b-1")],
+            vec![id("big-0"), id("client-6")],
+            (0..keys.len() as u32).collect(),
+        ];
+        // Every key the trace names, and the least popular key any source drew.
+        let trace_keys: Vec<u32> = whole
+            .iter()
+            .map(|(_, a)| a.key)
+            .filter(|&k| {
+                !["client-", "big-", "b-"]
+                    .iter()
+                    .any(|p| keys.name(k).starts_with(p))
+            })
+            .collect();
+        assert!(!trace_keys.is_empty());
+        sets.push(trace_keys);
+        sets.push(vec![(keys.len() - 1) as u32]);
+        for wanted in sets {
+            let mut only = ArrivalStream::only(&s, keys.clone(), &wanted).unwrap();
+            let mut got = Vec::new();
+            while let Some(a) = only.next_arrival().unwrap() {
+                got.push(a);
+            }
+            let expected: Vec<Arrival> = whole
+                .iter()
+                .map(|&(_, a)| a)
+                .filter(|a| wanted.contains(&a.key))
+                .collect();
+            assert!(
+                wanted.is_empty() || !expected.is_empty(),
+                "{wanted:?} never arrive"
+            );
+            assert_eq!(
+                got.iter().map(|&(_, a)| a).collect::<Vec<_>>(),
+                expected,
+                "{wanted:?}"
+            );
+            let seqs: Vec<u64> = got.iter().map(|&(seq, _)| seq).collect();
+            assert_eq!(seqs, (0..expected.len() as u64).collect::<Vec<_>>());
+            assert_eq!(
+                only.into_keys().names().collect::<Vec<_>>(),
+                keys.names().collect::<Vec<_>>()
+            );
+        }
+    }
+
+    /// Only a client's own name selects it: `{prefix}-{index}` with the index written
+    /// as the stream writes it, below the source's count, under its own prefix.
+    #[test]
+    fn a_client_is_known_by_its_exact_name_only() {
+        let spec = KeySpec {
+            count: 20,
+            popularity: crate::sim::Popularity::Uniform,
+            prefix: "a".into(),
+        };
+        for (name, index) in [("a-0", Some(0)), ("a-7", Some(7)), ("a-19", Some(19))] {
+            assert_eq!(client_index(&spec, name), index, "{name}");
+        }
+        for name in [
+            "a-20", "a-07", "a-+7", "a-", "a7", "a-1-5", "b-7", "aa-7", "", "a--7",
+        ] {
+            assert_eq!(client_index(&spec, name), None, "{name}");
+        }
     }
 
     #[test]
