@@ -6,7 +6,7 @@ mod sim_support;
 use std::path::Path;
 
 use ratesim::Nanos;
-use ratesim::sim::{RunReport, Scenario};
+use ratesim::sim::{ArrivalStream, RunReport, Scenario};
 use sim_support::*;
 
 /// `max` per 10 s, one client sending uniformly at `rate` per second for a minute,
@@ -678,5 +678,42 @@ fn a_deployment_table_fills_in_its_documented_defaults() {
         );
         let err = Scenario::parse(&text, Path::new("d.toml")).unwrap_err();
         assert_eq!(err.to_string(), format!("{at}: {message}"));
+    }
+}
+
+/// Behind a round-robin balancer a client's node depends on every other client's
+/// requests, so the second pass that redraws the worst client's window series must
+/// see the whole stream: the series it draws peaks at that client's `max_in_window`.
+/// (A second pass fed only the worst client's arrivals would route them elsewhere.)
+#[test]
+fn the_worst_clients_series_behind_a_shared_balancer_is_that_clients() {
+    for (balancer, store) in [("round_robin", "local"), ("random", "synced")] {
+        let text = format!(
+            "name = \"z\"\nseed = 11\nduration = \"120s\"\nalgorithms = [\"all\"]\n\
+             [limit]\nmax_requests = 20\nwindow = \"1m\"\n\
+             [[traffic]]\nkind = \"poisson\"\nrate = 500\nkeys = 2000\n\
+             key_popularity = \"zipf\"\nzipf_exponent = 1.1\n\
+             [deployment]\nnodes = 3\nbalancer = \"{balancer}\"\nstore = \"{store}\"\n"
+        );
+        let sc = parse_at(&text, Path::new("z.toml"));
+        // Every first pass follows the first client admitted: the stream's first.
+        let first = {
+            let mut stream = ArrivalStream::new(&sc).unwrap();
+            let (_, a) = stream.next_arrival().unwrap().unwrap();
+            stream.keys().name(a.key).to_string()
+        };
+        let report = run_quiet(&sc);
+        let mut redrawn = 0;
+        for a in &report.algorithms {
+            let peak = a.window_counts.iter().map(|w| w.count).max().unwrap_or(0);
+            assert_eq!(
+                peak, a.metrics.max_in_window,
+                "{balancer}/{store} {}: the series is the worst client's",
+                a.name
+            );
+            // A series of any other client was redrawn by a second pass.
+            redrawn += usize::from(a.window_key.as_deref() != Some(first.as_str()));
+        }
+        assert!(redrawn > 0, "{balancer}/{store}: no second pass ran");
     }
 }

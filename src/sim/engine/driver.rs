@@ -37,6 +37,10 @@ pub(super) trait Drive {
     );
     /// Decides the retries still queued and computes the metrics.
     fn finish(self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError>;
+    /// The one key whose arrivals this run looks at, when every other arrival would
+    /// change nothing (the silent pass with open clients on one server): a stream of
+    /// that key's arrivals alone gives it the same results.
+    fn only_key(&self) -> Option<u32>;
 }
 
 /// What a run of one algorithm needs besides the algorithm.
@@ -138,6 +142,10 @@ impl<S: KeyStates> Steps for Driver<'_, S> {
 
     fn state_ref(&self) -> &RunState {
         &self.run
+    }
+
+    fn only_key(&self) -> Option<u32> {
+        self.only_key
     }
 
     fn outcome(self, keys: &KeyTable) -> Result<Outcome, SimError> {

@@ -14,8 +14,8 @@ use super::reference::{ReferenceFeed, Share};
 use crate::registry::Entry;
 use crate::sim::traffic::Arrival;
 use crate::sim::{
-    AlgorithmReport, ArrivalStream, ClientModel, DecisionSink, KeyTable, Scenario, ScenarioError,
-    SimError, StateStore,
+    AlgorithmReport, ArrivalStream, DecisionSink, KeyTable, Scenario, ScenarioError, SimError,
+    StateStore,
 };
 
 /// Arrivals generated and fed to the algorithms at a time: small enough to stay in
@@ -32,14 +32,14 @@ pub(super) struct Assigned<'a> {
 /// One algorithm's result, with its index in the scenario.
 pub(super) type Finished = (usize, Result<AlgorithmReport, SimError>);
 
-/// Where a group's first pass gets the arrival stream.
+/// Where a pass gets the arrival stream.
 pub(super) enum Source {
     /// Generates it itself (the only group of a run).
     Generate,
     /// Receives it from the run's producer (one of several groups, see `fanout`).
     Receive(Received),
     /// Generates the arrivals of these keys only (ids in this table, the first pass's):
-    /// the silent second pass with open clients.
+    /// a silent second pass whose drivers each look at one key.
     Only(KeyTable, Vec<u32>),
 }
 
@@ -78,23 +78,24 @@ pub(super) fn run_group<'a>(
         return Vec::new();
     };
     let mut again = Vec::new();
-    let mut again_keys = Vec::new();
     let mut again_slots = Vec::new();
     for ((index, entry), outcome) in owners.into_iter().zip(first) {
         let outcome = outcome.and_then(known_key).map(|o| {
-            if let Some((d, key)) = second_pass(scenario, entry, &o, store) {
+            if let Some(d) = second_pass(scenario, entry, &o, store) {
                 again.push(d);
-                again_keys.push(key);
                 again_slots.push(results.len());
             }
             o.report
         });
         results.push((index, outcome));
     }
-    // With open clients a silent driver looks at its one key only (see `Driver::new`),
-    // so the stream of those keys alone is enough; retrying clients get the whole one.
-    let source = match (scenario.client, keys) {
-        (ClientModel::Open, Some(keys)) => Source::Only(keys, again_keys),
+    // When every silent driver looks at one key only (open clients on one server), the
+    // arrivals of those keys are all they need; otherwise (retrying clients, whose
+    // jitter draws are shared; a deployment, whose routing and nodes every key moves)
+    // they get the whole stream.
+    let only: Option<Vec<u32>> = again.iter().map(|d| d.only_key()).collect();
+    let source = match (only, keys) {
+        (Some(wanted), Some(keys)) => Source::Only(keys, wanted),
         _ => Source::Generate,
     };
     // A stream the group generates itself never stops early: errors are in the results.
@@ -127,13 +128,13 @@ fn known_key(outcome: Outcome) -> Result<Outcome, SimError> {
 }
 
 /// The silent driver that redraws the window count of the key `--key` chose, or else
-/// of the worst key, if the first pass drew another key's; and that key.
+/// of the worst key, if the first pass drew another key's.
 fn second_pass<'a>(
     scenario: &'a Scenario,
     entry: &'a Entry,
     first: &Outcome,
     store: &'a StateStore,
-) -> Option<(Box<dyn Drive + 'a>, u32)> {
+) -> Option<Box<dyn Drive + 'a>> {
     let worst = match first.wanted {
         Some(Ok(wanted)) if first.tracked != Some(wanted) => wanted,
         Some(_) => return None,
@@ -149,10 +150,11 @@ fn second_pass<'a>(
         series: true,
         store,
     };
-    Some((driver(job), worst))
+    Some(driver(job))
 }
 
-/// A pass's outcomes, one per driver, and the stream's keys (`None` if it failed).
+/// A pass's outcomes, one per driver, and the stream's keys (`None` if the stream
+/// failed or there was no driver to feed).
 type Pass = (Vec<Result<Outcome, SimError>>, Option<KeyTable>);
 
 /// Feeds the stream from `source`, chunk by chunk, to every driver, and finishes them;

@@ -83,6 +83,11 @@ pub(super) trait Steps {
     fn state(&mut self) -> &mut RunState;
     /// The run's state, to read.
     fn state_ref(&self) -> &RunState;
+    /// The one key whose arrivals this run looks at, if it skips every other
+    /// (see [`Drive::only_key`]). Default: none, every arrival counts.
+    fn only_key(&self) -> Option<u32> {
+        None
+    }
     /// The run is over (every attempt decided and recorded): the metrics.
     fn outcome(self, keys: &KeyTable) -> Result<Outcome, SimError>
     where
@@ -97,6 +102,10 @@ impl<S: Steps> Drive for S {
 
     fn is_reference(&self) -> bool {
         self.state_ref().comparison.is_reference
+    }
+
+    fn only_key(&self) -> Option<u32> {
+        Steps::only_key(self)
     }
 
     fn feed(
