@@ -108,10 +108,11 @@ impl ArrivalStream {
     /// are ids in it, and it is this stream's table (no key is interned). Sequence
     /// numbers count the arrivals this stream yields.
     ///
-    /// Every other arrival is still generated (the random streams must advance as
-    /// they do), but its client is only compared with the wanted ones, never looked
-    /// up or named: the engine's silent second pass, which redraws one key's window
-    /// count, costs a fraction of a whole stream.
+    /// The other arrivals of a source that sends to a wanted key are still generated
+    /// (its random stream must advance as it does), but their clients are only
+    /// compared with the wanted ones, never looked up or named; a source that sends to
+    /// none of them is not run. So the engine's silent second pass, which redraws one
+    /// key's window count, costs a fraction of a whole stream.
     pub(crate) fn only(
         scenario: &Scenario,
         keys: KeyTable,
@@ -143,6 +144,9 @@ impl ArrivalStream {
                 None => Keep::All,
                 Some(wanted) => Keep::new(spec, &pattern, &stream.keys, wanted),
             };
+            // A source none of whose clients are wanted need not run at all: its random
+            // stream is its own, and a trace was read whole once already.
+            let done = keep.is_nothing();
             stream.sources.push(Source {
                 pattern,
                 picker,
@@ -150,7 +154,7 @@ impl ArrivalStream {
                 cost: spec.cost,
                 start: spec.start,
                 end: spec.end,
-                done: false,
+                done,
                 ahead: VecDeque::with_capacity(AHEAD),
                 keep,
             });
@@ -244,6 +248,15 @@ impl Keep {
                     .filter_map(|(name, id)| Some((client_index(&spec.keys, name)?, id)))
                     .collect(),
             ),
+        }
+    }
+
+    /// True when this keeps none of the source's arrivals.
+    fn is_nothing(&self) -> bool {
+        match self {
+            Keep::All => false,
+            Keep::Clients(kept) => kept.is_empty(),
+            Keep::Names(kept) => kept.is_empty(),
         }
     }
 
@@ -357,8 +370,8 @@ impl Source {
         }
     }
 
-    /// The next arrival of a source whose arrivals name their client (a trace row, a
-    /// burst's client in turn) that the stream keeps.
+    /// The next arrival the stream keeps from a source whose arrivals name their
+    /// client: a trace's rows, or a burst's clients in turn.
     fn next_named(&mut self, keys: &mut KeyTable) -> Result<Option<Arrival>, ScenarioError> {
         while !self.done {
             let (time, key, cost) = match &mut self.pattern {
@@ -419,7 +432,7 @@ impl Source {
         Ok(None)
     }
 
-    /// The next arrival of a source that draws its clients that the stream keeps.
+    /// The next arrival the stream keeps from a source that draws its clients.
     /// Arrivals are generated [`AHEAD`] at a time, in the order of one at a time (each
     /// instant's draw, then its client's), but a client is interned only when its
     /// arrival is handed out, so key ids are numbered exactly as if nothing were
