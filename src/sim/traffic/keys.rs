@@ -107,7 +107,7 @@ impl CumulativeTable {
     fn rank(&self, u: f64) -> usize {
         let b = self.bucket(u);
         let (lo, hi) = (self.guide[b], self.guide[b + 1]);
-        let at_least_lo = lo == 0 || self.cumulative[lo - 1] <= u;
+        let at_least_lo = self.at_least(lo, u);
         let at_most_hi = hi == self.cumulative.len() || self.cumulative[hi] > u;
         if at_least_lo && at_most_hi {
             lo + self.cumulative[lo..hi].partition_point(|&c| c <= u)

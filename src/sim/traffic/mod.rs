@@ -267,6 +267,14 @@ impl Keep {
             Keep::All | Keep::Names(_) => None,
         }
     }
+
+    /// The key id of the trace key `name` that this keeps, if it keeps it.
+    fn named(&self, name: &str) -> Option<u32> {
+        match self {
+            Keep::Names(kept) => kept.iter().find(|k| k.0 == name).map(|k| k.1),
+            Keep::All | Keep::Clients(_) => None,
+        }
+    }
 }
 
 /// Which of the source `keys`' clients is called `name` (`{prefix}-{index}`), if any.
@@ -377,10 +385,9 @@ impl Source {
             let (time, key, cost) = match &mut self.pattern {
                 Pattern::Trace(reader) => match reader.next_row()? {
                     Some(row) => {
-                        let key = match &self.keep {
+                        let key = match self.keep {
                             Keep::All => Some(keys.intern(&row.key)),
-                            Keep::Names(kept) => kept.iter().find(|k| k.0 == row.key).map(|k| k.1),
-                            Keep::Clients(_) => None,
+                            _ => self.keep.named(&row.key),
                         };
                         (row.time, key, row.cost.unwrap_or(self.cost))
                     }
@@ -415,10 +422,7 @@ impl Source {
                         *boundary += 1;
                     }
                     let client = u32::try_from(client).unwrap_or(u32::MAX);
-                    let key = match self.keep {
-                        Keep::All => Some(self.picker.client(client, keys)),
-                        _ => self.keep.client(client),
-                    };
+                    let key = self.key_of(client, keys);
                     (Nanos::saturating_from_u128(t), key, self.cost)
                 }
                 _ => return Ok(None), // not reached: the other patterns pick their clients
@@ -442,10 +446,7 @@ impl Source {
             self.generate_ahead();
         }
         let (time, index) = self.ahead.pop_front()?;
-        let key = match self.keep {
-            Keep::All => self.picker.client(index, keys),
-            _ => self.keep.client(index)?, // only kept clients were generated ahead
-        };
+        let key = self.key_of(index, keys)?; // only kept clients were generated ahead
         Some(Arrival {
             time,
             key,
@@ -485,6 +486,15 @@ impl Source {
             let index = self.picker.index(draw);
             self.picker.prefetch(index);
             self.ahead.push_back((time, index));
+        }
+    }
+
+    /// The key id of this source's client `index`, if the stream keeps it: interned on
+    /// first sight in a whole stream, looked up among the wanted ones in a filtered one.
+    fn key_of(&mut self, index: u32, keys: &mut KeyTable) -> Option<u32> {
+        match self.keep {
+            Keep::All => Some(self.picker.client(index, keys)),
+            _ => self.keep.client(index),
         }
     }
 
@@ -532,12 +542,16 @@ mod tests {
     }
 
     fn drain(s: &Scenario) -> Vec<(u64, Arrival)> {
-        let mut stream = ArrivalStream::new(s).unwrap();
+        run_out(ArrivalStream::new(s).unwrap()).0
+    }
+
+    /// Every arrival of `stream`, and its key table at the end.
+    fn run_out(mut stream: ArrivalStream) -> (Vec<(u64, Arrival)>, KeyTable) {
         let mut out = Vec::new();
         while let Some(a) = stream.next_arrival().unwrap() {
             out.push(a);
         }
-        out
+        (out, stream.into_keys())
     }
 
     #[test]
@@ -582,12 +596,7 @@ mod tests {
         );
         let origin = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/t.toml");
         let s = Scenario::parse(&text, &origin).unwrap();
-        let whole = drain(&s);
-        let keys = {
-            let mut stream = ArrivalStream::new(&s).unwrap();
-            while stream.next_arrival().unwrap().is_some() {}
-            stream.into_keys()
-        };
+        let (whole, keys) = run_out(ArrivalStream::new(&s).unwrap());
         let id = |name: &str| keys.id(name).unwrap_or_else(|| panic!("no key {name}"));
         let mut sets = vec![
             vec![],
@@ -613,11 +622,7 @@ mod tests {
         sets.push(trace_keys);
         sets.push(vec![(keys.len() - 1) as u32]);
         for wanted in sets {
-            let mut only = ArrivalStream::only(&s, keys.clone(), &wanted).unwrap();
-            let mut got = Vec::new();
-            while let Some(a) = only.next_arrival().unwrap() {
-                got.push(a);
-            }
+            let (got, only_keys) = run_out(ArrivalStream::only(&s, keys.clone(), &wanted).unwrap());
             let expected: Vec<Arrival> = whole
                 .iter()
                 .map(|&(_, a)| a)
@@ -635,7 +640,7 @@ mod tests {
             let seqs: Vec<u64> = got.iter().map(|&(seq, _)| seq).collect();
             assert_eq!(seqs, (0..expected.len() as u64).collect::<Vec<_>>());
             assert_eq!(
-                only.into_keys().names().collect::<Vec<_>>(),
+                only_keys.names().collect::<Vec<_>>(),
                 keys.names().collect::<Vec<_>>()
             );
         }
@@ -671,14 +676,10 @@ mod tests {
             expected.push(Arrival { time, key, cost: 3 });
         }
         assert!(expected.len() > 20 * AHEAD, "{} arrivals", expected.len());
-        let mut stream = ArrivalStream::new(&s).unwrap();
-        let mut got = Vec::new();
-        while let Some((_, a)) = stream.next_arrival().unwrap() {
-            got.push(a);
-        }
-        assert_eq!(got, expected);
+        let (got, got_keys) = run_out(ArrivalStream::new(&s).unwrap());
+        assert_eq!(got.iter().map(|&(_, a)| a).collect::<Vec<_>>(), expected);
         assert_eq!(
-            stream.into_keys().names().collect::<Vec<_>>(),
+            got_keys.names().collect::<Vec<_>>(),
             keys.names().collect::<Vec<_>>()
         );
     }
