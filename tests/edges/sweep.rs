@@ -33,6 +33,12 @@ fn ok(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `ratesim sweep SCENARIO args… --out o --quiet --no-charts` in `dir`; its stdout.
+fn sweep(dir: &Path, scenario: &str, args: &[&str]) -> String {
+    let common = ["--out", "o", "--quiet", "--no-charts"];
+    ok(dir, &[&["sweep", scenario], args, &common[..]].concat())
+}
+
 /// A scenario no configuration below denies anything: one request a minute.
 const QUIET: &str = "name = \"quiet\"\nduration = \"60s\"\n\
                      [limit]\nmax_requests = 100\nwindow = \"10s\"\n\
@@ -80,21 +86,18 @@ fn run_it(stdout: &str) -> Vec<&str> {
 fn among_rows_equal_but_for_the_burst_the_largest_burst_is_least_restrictive() {
     let t = tempfile::tempdir().unwrap();
     let s = write(t.path(), QUIET);
-    let args = [
-        "sweep",
+    let stdout = sweep(
+        t.path(),
         &s,
-        "--set",
-        "burst=50,200,100",
-        "--algos",
-        "token_bucket,gcra",
-        "--goal",
-        "clients_denied<=0",
-        "--out",
-        "o",
-        "--quiet",
-        "--no-charts",
-    ];
-    let stdout = ok(t.path(), &args);
+        &[
+            "--set",
+            "burst=50,200,100",
+            "--algos",
+            "token_bucket,gcra",
+            "--goal",
+            "clients_denied<=0",
+        ],
+    );
     let bursts: Vec<(String, String)> = table_rows(&stdout)
         .into_iter()
         .map(|(a, _, _, b)| (a, b))
@@ -114,8 +117,8 @@ fn among_rows_equal_but_for_the_burst_the_largest_burst_is_least_restrictive() {
 /// Equal rows keep their order (the sort is stable): configuration order, then the
 /// algorithms' order. 36 configurations (max 1 … 32 × window 1 s … 32 s) × 6
 /// algorithms, none denying anything: rows tie on everything but the rate, and the six
-/// configurations at 1 per second make 36 tied rows (an unstable sort keeps the order
-/// of up to about 20 elements, which is why the 18-row sweeps elsewhere could not tell).
+/// configurations at 1 per second make 36 tied rows (the standard unstable sort leaves
+/// a short slice in order, which is why the 18-row sweeps elsewhere could not tell).
 /// The expected order is computed here with a stable sort on the rate alone. Rules out
 /// an unstable sort.
 #[test]
@@ -126,11 +129,10 @@ fn tied_rows_keep_configuration_then_algorithm_order_in_a_large_sweep() {
     let windows = powers.map(|p| format!("{p}s"));
     let set_max = format!("max_requests={}", powers.join(","));
     let set_window = format!("window={}", windows.join(","));
-    let stdout = ok(
+    let stdout = sweep(
         t.path(),
+        &s,
         &[
-            "sweep",
-            &s,
             "--set",
             &set_max,
             "--set",
@@ -139,31 +141,16 @@ fn tied_rows_keep_configuration_then_algorithm_order_in_a_large_sweep() {
             "burst=64",
             "--top",
             "0",
-            "--out",
-            "o",
-            "--quiet",
-            "--no-charts",
         ],
     );
-    let algorithms = [
-        "token_bucket",
-        "leaky_bucket",
-        "fixed_window",
-        "sliding_window_log",
-        "sliding_window_counter",
-        "gcra",
-    ];
-    // Rows in sweep.csv's order: max slowest, then window, then the algorithms.
+    // Rows in sweep.csv's order: max slowest, then window, then the algorithms (`all`:
+    // the registry's order); the table shows a burst only where it is used.
     let mut expected: Vec<(String, String, String, String)> = Vec::new();
     for max in powers {
         for window in &windows {
-            for a in algorithms {
-                let burst = if a.contains("bucket") || a == "gcra" {
-                    "64"
-                } else {
-                    "-"
-                };
-                expected.push((a.into(), max.into(), window.clone(), burst.into()));
+            for a in ratesim::Registry::builtin().entries() {
+                let burst = if a.uses_burst() { "64" } else { "-" };
+                expected.push((a.name().into(), max.into(), window.clone(), burst.into()));
             }
         }
     }
@@ -191,23 +178,14 @@ fn tied_rows_keep_configuration_then_algorithm_order_in_a_large_sweep() {
 fn without_a_goal_met_no_row_is_named_to_run() {
     let t = tempfile::tempdir().unwrap();
     let s = write(t.path(), QUIET);
-    let base = [
-        "sweep",
-        &s,
-        "--set",
-        "max_requests=50,100",
-        "--out",
-        "o",
-        "--quiet",
-        "--no-charts",
-    ];
-    let none = ok(t.path(), &base);
+    let base = ["--set", "max_requests=50,100"];
+    let none = sweep(t.path(), &s, &base);
     assert!(table_rows(&none).len() == 12, "{none}");
     assert!(run_it(&none).is_empty(), "{none}");
     assert!(!none.contains("least restrictive is"), "{none}");
     let mut unmet = base.to_vec();
     unmet.extend(["--goal", "clients_denied>=1"]);
-    let unmet = ok(t.path(), &unmet);
+    let unmet = sweep(t.path(), &s, &unmet);
     assert!(
         unmet.contains("goal clients_denied>=1: 0 of 12 rows meet it; none does"),
         "{unmet}"
@@ -215,7 +193,7 @@ fn without_a_goal_met_no_row_is_named_to_run() {
     assert!(run_it(&unmet).is_empty(), "{unmet}");
     let mut met = base.to_vec();
     met.extend(["--goal", "clients_denied<=0"]);
-    let met = ok(t.path(), &met);
+    let met = sweep(t.path(), &s, &met);
     assert_eq!(
         run_it(&met),
         ["run it: ratesim run s.toml --limit 100/10s --algos token_bucket"],
@@ -243,23 +221,8 @@ fn a_goal_holds_at_exactly_its_value_through_the_command() {
         ("over_admission<=1.999999999", false),
         ("over_admission>=2.000000001", false),
     ] {
-        let csv = ok(
-            t.path(),
-            &[
-                "sweep",
-                &s,
-                "--algos",
-                "fixed_window",
-                "--goal",
-                goal,
-                "--format",
-                "csv",
-                "--out",
-                "o",
-                "--quiet",
-                "--no-charts",
-            ],
-        );
+        let args = ["--algos", "fixed_window", "--goal", goal, "--format", "csv"];
+        let csv = sweep(t.path(), &s, &args);
         let row = csv.lines().nth(1).unwrap();
         assert!(row.contains(",2.0,"), "over_admission 2: {row}");
         assert!(row.ends_with(&format!(",{met}")), "{goal}: {row}");
@@ -315,23 +278,8 @@ fn a_sweep_keeps_the_scenarios_burst_only_when_it_differs_from_its_max() {
             &format!("window = \"10s\"\nburst = {burst}\n"),
         );
         let s = write(t.path(), &text);
-        let csv = ok(
-            t.path(),
-            &[
-                "sweep",
-                &s,
-                "--set",
-                "max_requests=200,400",
-                "--algos",
-                "token_bucket",
-                "--format",
-                "csv",
-                "--out",
-                "o",
-                "--quiet",
-                "--no-charts",
-            ],
-        );
+        let args = ["--set", "max_requests=200,400", "--algos", "token_bucket"];
+        let csv = sweep(t.path(), &s, &[&args[..], &["--format", "csv"]].concat());
         let bursts: Vec<&str> = csv
             .lines()
             .skip(1)
