@@ -22,13 +22,14 @@
 # longer applies: the code moved; rewrite the diff). Exit status 1 unless every mutant
 # is caught.
 #
-# Not part of .ci/run: each mutant rebuilds the crate (about a minute on two cores).
+# Not part of .ci/run: each mutant rebuilds the crate and its test (10-30 s on two busy
+# cores, incrementally; the first run also builds the dependencies, some minutes).
 # Run it after changing a rule one of the diffs breaks, and when adding a diff.
 # Environment: HAND_MUTANTS_FROM (the diffs' directory, default tests/mutants: try a
 # diff elsewhere before adding it); HAND_MUTANTS_DIR (scratch, default
-# $TMPDIR/ratesim-hand-mutants);
-# CARGO_TARGET_DIR (default target/hand-mutants: its own, so no mutant's build is ever
-# reused by an ordinary `cargo test`); HAND_MUTANTS_TIMEOUT (seconds per test run,
+# $TMPDIR/ratesim-hand-mutants); HAND_MUTANTS_TARGET (the build directory, default
+# target/hand-mutants: its own, whatever CARGO_TARGET_DIR says, so no mutant's build is
+# ever reused by an ordinary `cargo test`); HAND_MUTANTS_TIMEOUT (seconds per test run,
 # default 600).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,7 +38,7 @@ cd "$repo"
 mutants_dir="${HAND_MUTANTS_FROM:-$repo/tests/mutants}"
 work="${HAND_MUTANTS_DIR:-${TMPDIR:-/tmp}/ratesim-hand-mutants}"
 tree="$work/tree"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target/hand-mutants}"
+export CARGO_TARGET_DIR="${HAND_MUTANTS_TARGET:-$repo/target/hand-mutants}"
 export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0
 timeout_secs="${HAND_MUTANTS_TIMEOUT:-600}"
 
