@@ -24,14 +24,16 @@ pub(super) const EXAMPLES: &str = "Examples:
 Every combination of the --set values is one configuration; each runs every algorithm,
 all on one stream (the scenario's traffic, generated or read once). A field not set keeps
 the scenario's value; burst, when not set, is each configuration's max_requests unless the
-scenario sets a burst of its own. Each row of sweep.csv is exactly the summary.csv row of
+scenario sets a burst other than its own max_requests. Each row of sweep.csv is exactly the summary.csv row of
 `ratesim run SCENARIO --limit MAX/WINDOW --burst B --algos ALGO`.
 
 Goals: METRIC then <=, <, >= or > then a number, judged exactly; several --goal must all
 hold. Metrics: over_admission, clients_denied, requests_denied_share, false_allow,
 false_deny, excess, max_in_window, denied, allow_rate. The least restrictive row meeting
 the goals has the fewest clients denied, then the fewest requests denied, then the
-highest rate (max_requests ÷ window), then the largest burst.";
+highest rate (max_requests ÷ window), then the largest burst; rows equal on all four keep
+sweep.csv's order, and the first of them is named. Without --goal, or when no row meets
+it, no row is named to run.";
 
 /// At most this many configurations: each runs every algorithm at once, in memory.
 const MAX_CONFIGS: usize = 1_000;
