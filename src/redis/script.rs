@@ -40,6 +40,28 @@ static SCRIPTS: LazyLock<Vec<Script>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Every command the scripts call (`redis.call`), lower case and sorted: what an ACL
+/// user needs inside the scripts. Checked against the Lua sources by a unit test, so a
+/// script that starts calling another command cannot leave this list (and the
+/// documented ACL) behind.
+pub const SCRIPT_COMMANDS: [&str; 11] = [
+    "del",
+    "get",
+    "lindex",
+    "llen",
+    "lpop",
+    "lrange",
+    "lset",
+    "pexpireat",
+    "rpush",
+    "set",
+    "time",
+];
+
+/// The commands the store sends itself, besides the scripts': `EVALSHA` (every
+/// decision), `SCRIPT LOAD` (after `NOSCRIPT`) and `PING` (opening). ACL names.
+pub const CLIENT_COMMANDS: [&str; 3] = ["evalsha", "ping", "script|load"];
+
 /// The script that computes `parts`.
 pub(super) fn script_for(parts: &[Part]) -> &'static Script {
     let set = parts.iter().fold(0, |set, p| set | 1 << p.family.file());
@@ -248,5 +270,41 @@ pub(super) fn composite_decision(replies: &[PartReply]) -> CompositeDecision {
         },
         decision,
         per_rule,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FILES, SCRIPT_COMMANDS};
+
+    /// The commands named by `redis.call('…'` in `text`, lower case.
+    fn called(text: &str) -> Vec<String> {
+        text.split("redis.call(")
+            .skip(1)
+            .filter_map(|rest| {
+                let quote = rest.chars().next().filter(|c| matches!(c, '\'' | '"'))?;
+                rest[1..].split(quote).next().map(str::to_ascii_lowercase)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_acl_list_is_exactly_the_commands_the_scripts_call() {
+        let mut sources = vec![include_str!("lua/common.lua"), include_str!("lua/main.lua")];
+        sources.extend(FILES);
+        let mut found: Vec<String> = sources.iter().flat_map(|s| called(s)).collect();
+        found.sort();
+        found.dedup();
+        assert_eq!(
+            found, SCRIPT_COMMANDS,
+            "update SCRIPT_COMMANDS and the ACL doc"
+        );
+        // Every call names its command literally: a computed name would escape the check.
+        let calls: usize = sources
+            .iter()
+            .map(|s| s.matches("redis.call(").count())
+            .sum();
+        let literal: usize = sources.iter().map(|s| called(s).len()).sum();
+        assert_eq!(calls, literal, "a redis.call with a computed command name");
     }
 }
