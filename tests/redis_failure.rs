@@ -66,8 +66,12 @@ fn a_killed_server_fails_by_policy_and_a_restarted_one_is_reconnected() {
         "both limiters share one state"
     );
 
-    // A restart behind an idle pooled connection: the dead link is replaced at once.
+    // A restart behind an idle pooled connection: the call on the dead link is not
+    // resent (it may have run before the link broke), so it fails by policy; the next
+    // call gets a fresh link.
     server.restart();
+    let e = closed.try_acquire("k", Now::Server).unwrap_err();
+    assert_eq!(kind(&e), FailureKind::Connection, "{e}");
     let d = closed
         .try_acquire("k", Now::Server)
         .expect("the stale link replaced");

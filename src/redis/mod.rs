@@ -244,10 +244,11 @@ impl RedisStore {
     /// state unknown (I/O, timeout, authentication): a reply that may still arrive must
     /// never be read as the answer to the next command.
     ///
-    /// An idle connection may have died with its server (a restart). When a reused
-    /// connection fails with the link closed — not a timeout — the command never ran on
-    /// a live server, so it is tried once more on a fresh connection. A timeout is never
-    /// retried: the script may have run, and a resend would consume twice.
+    /// Nothing is ever resent, not even on a connection found closed: the command may
+    /// have reached the server before the link broke (a `CLIENT KILL`, a restart
+    /// between the script and its reply), and a resend would consume twice. Such a
+    /// failure is an unknown outcome, answered by the limiter's failure policy; the
+    /// next call opens a fresh connection.
     fn with_connection<T>(
         &self,
         timeout: Duration,
@@ -259,26 +260,20 @@ impl RedisStore {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
-        let reused = idle.is_some();
-        match self.run(idle, timeout, &f) {
-            Err((_, dropped)) if reused && dropped => {
-                self.run(None, timeout, &f).map_err(|(e, _)| e)
-            }
-            result => result.map_err(|(e, _)| e),
-        }
+        self.run(idle, timeout, &f)
     }
 
-    /// One attempt; the error says whether the link was found closed.
+    /// One attempt.
     fn run<T>(
         &self,
         idle: Option<Pooled>,
         timeout: Duration,
         f: &impl Fn(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
-    ) -> Result<T, (StoreError, bool)> {
+    ) -> Result<T, StoreError> {
         let mut pooled = match idle {
             Some(p) => p,
             None => Pooled {
-                con: self.connect(timeout).map_err(|e| (self.error(&e), false))?,
+                con: self.connect(timeout).map_err(|e| self.error(&e))?,
                 timeout: Duration::ZERO,
             },
         };
@@ -286,7 +281,7 @@ impl RedisStore {
             pooled
                 .con
                 .set_timeout(timeout)
-                .map_err(|e| (self.error(&e), false))?;
+                .map_err(|e| self.error(&e))?;
             pooled.timeout = timeout;
         }
         match f(pooled.con.as_dyn()) {
@@ -299,8 +294,7 @@ impl RedisStore {
                 if error.kind() == FailureKind::Server {
                     self.give_back(pooled);
                 }
-                let dropped = !e.is_timeout() && e.is_connection_dropped();
-                Err((error, dropped))
+                Err(error)
             }
         }
     }
