@@ -89,6 +89,15 @@ fn recovered_exactly_or_stopped(work: &Path, out: &Output, out_dir: &str, memory
                 "{}",
                 describe(out)
             );
+            // Fault 7: a failed run leaves no (empty) output folder behind.
+            let dir = work.join(out_dir);
+            assert!(
+                !dir.exists(),
+                "a failed run left {}: {:?}\n{}",
+                dir.display(),
+                fs::read_dir(&dir).map(|d| d.count()),
+                describe(out)
+            );
         }
         _ => panic!("neither success nor a clean failure\n{}", describe(out)),
     }

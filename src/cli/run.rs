@@ -214,8 +214,46 @@ pub(super) fn simulate(
     // The store first: an unreachable Redis fails before anything is written.
     let store = RunStore::open(common.store.as_deref())?;
     sim::check_store(scenario, registry, store.state()).map_err(input)?;
+    let created = missing_dirs(out);
     let out = report::prepare_output_dir(out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
+    let result = simulate_into(scenario, &out, common, registry, source, store);
+    if result.is_err() {
+        remove_empty_dirs(&created);
+    }
+    result
+}
+
+/// `dir` and those of its ancestors that do not exist yet, deepest first: what
+/// `prepare_output_dir` will create.
+fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
+    dir.ancestors()
+        .filter(|d| !d.as_os_str().is_empty())
+        .take_while(|d| std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// Removes the directories a failed run created, deepest first, as long as they are
+/// empty (`remove_dir` never removes a file): a failed run leaves no empty `--out`.
+fn remove_empty_dirs(created: &[PathBuf]) {
+    for dir in created {
+        if std::fs::remove_dir(dir).is_err() {
+            break;
+        }
+    }
+}
+
+/// [`simulate`] once `out` exists.
+fn simulate_into(
+    scenario: &Scenario,
+    out: &Path,
+    common: &Common,
+    registry: &Registry,
+    source: ScenarioSource,
+    store: RunStore,
+) -> Result<RunReport, Failure> {
+    let out = out.to_path_buf();
     let progress = Progress::new(
         sim::PROGRESS_STEPS * scenario.algorithms.len() as u64,
         common.quiet,
