@@ -159,6 +159,62 @@ fn a_server_restarted_mid_run_never_gives_a_report_that_differs_from_memory() {
     recovered_exactly_or_stopped(work.path(), &out, "restarted", &memory);
 }
 
+/// Fault 6: a server that stops answering (SIGSTOP) ends the run within the run's
+/// timeout (30 s) plus the documented bound: one timeout for the whole run, not one per
+/// algorithm, then at most 2 s trying to remove the keys.
+#[test]
+fn a_stalled_server_ends_the_run_within_the_timeout_and_a_small_bound() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut con = server.connection("");
+    let run = spawn_run(work.path(), "uniform", "stalled", &server.url());
+    wait_for_state(&mut con);
+    server.pause();
+    let started = std::time::Instant::now();
+    let out = run.wait_with_output().unwrap();
+    let took = started.elapsed();
+    server.resume();
+    eprintln!("the run ended {took:?} after the server stalled");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("timed out"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        took < Duration::from_secs(30 + 5),
+        "the run took {took:?} after the stall\n{}",
+        describe(&out)
+    );
+    assert!(!work.path().join("stalled").exists(), "{}", describe(&out));
+}
+
+/// Fault 4: SIGINT or SIGTERM mid-run: exit 130 and none of the run's keys left.
+#[test]
+fn an_interrupted_run_removes_its_keys() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut con = server.connection("");
+    for signal in ["-INT", "-TERM"] {
+        let out_dir = format!("interrupted{signal}");
+        let run = spawn_run(work.path(), "uniform", &out_dir, &server.url());
+        wait_for_state(&mut con);
+        let sent = Command::new("kill")
+            .args([signal, &run.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+        let left: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+        assert_eq!(left, 0, "{signal}: keys left behind\n{}", describe(&out));
+    }
+}
+
 /// Returns once the run has written state (its first decisions are made): the fault
 /// must hit mid-run, not while the store is being opened.
 fn wait_for_state(con: &mut redis::Connection) {

@@ -15,6 +15,8 @@ mod store;
 mod sweep;
 mod validate;
 
+pub use store::remove_interrupted_run_keys;
+
 use std::io::Write;
 use std::process::ExitCode;
 

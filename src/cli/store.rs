@@ -1,6 +1,9 @@
 //! `--store`: where a run keeps its algorithms' states. In memory by default; with
 //! `--store URL`, in Redis under a prefix of the run's own, emptied when it ends.
 
+#[cfg(feature = "redis")]
+use std::sync::{Mutex, PoisonError};
+
 use ratesim::sim::StateStore;
 
 use super::Failure;
@@ -38,8 +41,17 @@ fn redis_store(url: &str) -> Result<StateStore, Failure> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let prefix = format!("ratesim:{}:{started}", std::process::id());
-    match RedisStore::open(url, &prefix) {
-        Ok(store) => Ok(StateStore::Redis(store)),
+    // A run stops at its first store failure: later calls (other algorithms' threads,
+    // the next step) fail at once instead of each waiting out its own timeout.
+    let opened = RedisStore::builder(&prefix)
+        .server(url)
+        .stop_after_failure()
+        .open();
+    match opened {
+        Ok(store) => {
+            *active().lock().unwrap_or_else(PoisonError::into_inner) = Some(store.clone());
+            Ok(StateStore::Redis(store))
+        }
         Err(e) => {
             let bad_url = e.kind() == FailureKind::InvalidConfig;
             let e = anyhow::Error::new(e).context("--store");
@@ -48,6 +60,39 @@ fn redis_store(url: &str) -> Result<StateStore, Failure> {
             } else {
                 Failure::Other(e)
             })
+        }
+    }
+}
+
+/// The Redis store of the run in progress, for the interrupt handler (which ends the
+/// process without running destructors).
+#[cfg(feature = "redis")]
+fn active() -> &'static Mutex<Option<ratesim::redis::RedisStore>> {
+    static ACTIVE: Mutex<Option<ratesim::redis::RedisStore>> = Mutex::new(None);
+    &ACTIVE
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP during a `--store` run: removes the run's keys from Redis
+/// before the process exits (each key also has a safety TTL, the bound after a
+/// `kill -9`). Prints what it did; does nothing without a run in progress.
+pub fn remove_interrupted_run_keys() {
+    #[cfg(feature = "redis")]
+    if let Some(store) = active()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    {
+        // No decision writes a key after the removal; one already sent may land during
+        // it, so a second pass (milliseconds later) takes that too.
+        store.stop();
+        let first = store.remove_all();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        match first.and_then(|n| Ok(n + store.remove_all()?)) {
+            Ok(n) => eprintln!("ratesim: interrupted; removed the run's {n} Redis key(s)"),
+            Err(e) => eprintln!(
+                "ratesim: warning: this run's keys ({}:*) could not be removed from Redis: {e}",
+                store.prefix()
+            ),
         }
     }
 }
@@ -63,6 +108,11 @@ fn redis_store(_url: &str) -> Result<StateStore, Failure> {
 
 impl Drop for RunStore {
     fn drop(&mut self) {
+        #[cfg(feature = "redis")]
+        let _ = active()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         #[cfg(feature = "redis")]
         if let StateStore::Redis(store) = &self.state
             && let Err(e) = store.remove_all()

@@ -342,17 +342,18 @@ impl RedisStore {
         let mut cursor = 0u64;
         let mut removed = 0;
         loop {
-            let (next, keys): (u64, Vec<String>) = self.with_connection(OPEN_TIMEOUT, |con| {
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query(con)
-            })?;
+            let (next, keys): (u64, Vec<String>) =
+                self.cleanup_connection(OPEN_TIMEOUT, |con| {
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query(con)
+                })?;
             if !keys.is_empty() {
-                removed += self.with_connection(OPEN_TIMEOUT, |con| {
+                removed += self.cleanup_connection(OPEN_TIMEOUT, |con| {
                     redis::cmd("UNLINK").arg(&keys).query::<u64>(con)
                 })?;
             }

@@ -147,6 +147,10 @@ struct Inner {
     pool: Mutex<Vec<Pooled>>,
     /// The URLs' passwords, only to scrub them from error texts.
     secrets: Vec<String>,
+    /// [`RedisStoreBuilder::stop_after_failure`]: set, calls fail at once.
+    stop_after_failure: bool,
+    /// The first unknown-outcome failure, once `stop_after_failure` saw one.
+    stopped: Mutex<Option<StoreError>>,
 }
 
 /// Where the store's connections go.
@@ -197,6 +201,7 @@ pub struct RedisStoreBuilder {
     urls: Vec<String>,
     cluster: bool,
     root_certificate: Option<Vec<u8>>,
+    stop_after_failure: bool,
 }
 
 impl RedisStore {
@@ -225,6 +230,7 @@ impl RedisStore {
             urls: Vec::new(),
             cluster: false,
             root_certificate: None,
+            stop_after_failure: false,
         }
     }
 
@@ -250,6 +256,55 @@ impl RedisStore {
     /// failure is an unknown outcome, answered by the limiter's failure policy; the
     /// next call opens a fresh connection.
     fn with_connection<T>(
+        &self,
+        timeout: Duration,
+        f: impl Fn(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
+        if let Some(first) = self.stopped() {
+            return Err(first);
+        }
+        let result = self.cleanup_connection(timeout, f);
+        if let Err(e) = &result
+            && self.inner.stop_after_failure
+            && matches!(e.kind(), FailureKind::Timeout | FailureKind::Connection)
+        {
+            let mut stopped = self
+                .inner
+                .stopped
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            stopped.get_or_insert_with(|| e.clone());
+        }
+        result
+    }
+
+    /// Why every call fails at once: the first unknown-outcome failure of a store built
+    /// with [`RedisStoreBuilder::stop_after_failure`], or [`RedisStore::stop`].
+    pub fn stopped(&self) -> Option<StoreError> {
+        self.inner
+            .stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Makes every later call of this store and its limiters fail at once (a
+    /// `FailureKind::Connection` error saying so), e.g. before removing a run's keys on
+    /// an interrupt, so no decision writes a key after they are removed.
+    /// [`RedisStore::remove_all`] still runs. A call already sent is not stopped.
+    pub fn stop(&self) {
+        let mut stopped = self
+            .inner
+            .stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        stopped.get_or_insert_with(|| {
+            StoreError::new(FailureKind::Connection, "the store was stopped".into())
+        });
+    }
+
+    /// [`with_connection`](Self::with_connection) even for a stopped store: cleanup.
+    fn cleanup_connection<T>(
         &self,
         timeout: Duration,
         f: impl Fn(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
@@ -352,6 +407,19 @@ impl RedisStoreBuilder {
         }
     }
 
+    /// After the first failure whose outcome is unknown (a timeout, a broken
+    /// connection), every later call of the store and its limiters fails at once with
+    /// that error, without waiting ([`RedisStore::stopped`] returns it);
+    /// [`RedisStore::remove_all`] still runs. For a batch job that stops at its first
+    /// failure anyway (the simulator): a stalled server then costs one timeout, not one
+    /// per thread or per step. A request path wants the default (off): each call tries.
+    pub fn stop_after_failure(self) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            stop_after_failure: true,
+            ..self
+        }
+    }
+
     /// Connects once (a wrong address, password or certificate is an error now) and
     /// returns the store.
     pub fn open(self) -> Result<RedisStore, StoreError> {
@@ -422,6 +490,8 @@ impl RedisStoreBuilder {
                 prefix: self.prefix,
                 pool: Mutex::new(Vec::new()),
                 secrets,
+                stop_after_failure: self.stop_after_failure,
+                stopped: Mutex::new(None),
             }),
         };
         store.with_connection(OPEN_TIMEOUT, |con| {
@@ -463,6 +533,7 @@ impl std::fmt::Debug for RedisStoreBuilder {
             .field("urls", &self.urls.len())
             .field("cluster", &self.cluster)
             .field("root_certificate", &self.root_certificate.is_some())
+            .field("stop_after_failure", &self.stop_after_failure)
             .finish()
     }
 }
