@@ -270,7 +270,9 @@ fn simulate_into(
     };
     let result = sim::run(scenario, &options, &mut sinks);
     progress.finish();
+    let too_long = store.check_duration();
     drop(store);
+    too_long?;
     let report = result.map_err(|e| match e {
         SimError::Sink { .. } | SimError::Store(_) => Failure::Other(e.into()),
         _ => input(e),

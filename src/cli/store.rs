@@ -13,6 +13,7 @@ use super::Failure;
 /// TTL and would otherwise stay).
 pub(super) struct RunStore {
     state: StateStore,
+    opened: std::time::Instant,
 }
 
 impl RunStore {
@@ -23,7 +24,29 @@ impl RunStore {
             None => StateStore::Memory,
             Some(url) => redis_store(url)?,
         };
-        Ok(RunStore { state })
+        Ok(RunStore {
+            state,
+            opened: std::time::Instant::now(),
+        })
+    }
+
+    /// After a run on Redis: an error when it lasted as long as the keys' safety TTL
+    /// (`ratesim::redis::CALLER_TTL`), since a key not written for that long may have
+    /// expired mid-run and been decided as fresh. Never for memory.
+    pub(super) fn check_duration(&self) -> Result<(), Failure> {
+        let took = self.opened.elapsed();
+        #[cfg(feature = "redis")]
+        if matches!(self.state, StateStore::Redis(_)) && took >= ratesim::redis::CALLER_TTL {
+            return Err(Failure::Other(anyhow::anyhow!(
+                "--store: the run took {:?}, as long as the keys' safety TTL ({:?}): a \
+                 key left unwritten that long may have expired mid-run, so the report \
+                 is not trusted",
+                took,
+                ratesim::redis::CALLER_TTL
+            )));
+        }
+        let _ = took;
+        Ok(())
     }
 
     /// The store, for `RunOptions`.
@@ -114,13 +137,21 @@ impl Drop for RunStore {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         #[cfg(feature = "redis")]
-        if let StateStore::Redis(store) = &self.state
-            && let Err(e) = store.remove_all()
-        {
-            eprintln!(
-                "ratesim: warning: this run's keys ({}:*) could not be removed from Redis: {e}",
-                store.prefix()
-            );
+        if let StateStore::Redis(store) = &self.state {
+            let ttl = ratesim::redis::CALLER_TTL.as_secs();
+            // A server that timed out is not waited for again: the keys expire on their
+            // own (the run then ends within its timeout, not timeout + cleanup).
+            let result = match store.stopped() {
+                Some(e) if e.kind() == ratesim::redis::FailureKind::Timeout => Err(e),
+                _ => store.remove_all().map(drop),
+            };
+            if let Err(e) = result {
+                eprintln!(
+                    "ratesim: warning: this run's keys ({}:*) could not be removed from \
+                     Redis ({e}); they expire within {ttl} s",
+                    store.prefix()
+                );
+            }
         }
     }
 }

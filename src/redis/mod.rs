@@ -89,7 +89,7 @@ mod window;
 pub use endpoints::{EndpointError, EndpointLimiter, RedisEndpoints};
 pub use error::{Bound, FailureKind, RedisError, StoreError, Unrepresentable};
 pub use limiter::{RedisLimiter, Scripted};
-pub use script::{CLIENT_COMMANDS, Part, SCRIPT_COMMANDS};
+pub use script::{CALLER_TTL, CLIENT_COMMANDS, Part, SCRIPT_COMMANDS};
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -44,7 +44,7 @@ static SCRIPTS: LazyLock<Vec<Script>> = LazyLock::new(|| {
 /// user needs inside the scripts. Checked against the Lua sources by a unit test, so a
 /// script that starts calling another command cannot leave this list (and the
 /// documented ACL) behind.
-pub const SCRIPT_COMMANDS: [&str; 11] = [
+pub const SCRIPT_COMMANDS: [&str; 12] = [
     "del",
     "get",
     "lindex",
@@ -52,6 +52,7 @@ pub const SCRIPT_COMMANDS: [&str; 11] = [
     "lpop",
     "lrange",
     "lset",
+    "pexpire",
     "pexpireat",
     "rpush",
     "set",
@@ -61,6 +62,17 @@ pub const SCRIPT_COMMANDS: [&str; 11] = [
 /// The commands the store sends itself, besides the scripts': `EVALSHA` (every
 /// decision), `SCRIPT LOAD` (after `NOSCRIPT`) and `PING` (opening). ACL names.
 pub const CLIENT_COMMANDS: [&str; 3] = ["evalsha", "ping", "script|load"];
+
+/// The safety TTL of every key written at a caller's instant: refreshed by each write,
+/// so a key not written for this long (wall time) expires on its own, e.g. after the
+/// process that wrote it was killed. Fake time has no relation to the server's clock,
+/// so the state's own idle instant cannot serve, as it does for [`Now::Server`].
+///
+/// [`Now::Server`]: super::Now::Server
+pub const CALLER_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The mode argument of a decision at a caller's instant: `ttl<ms>`.
+const CALLER_TTL_MODE: &str = "ttl3600000";
 
 /// The script that computes `parts`.
 pub(super) fn script_for(parts: &[Part]) -> &'static Script {
@@ -167,7 +179,7 @@ pub(super) fn arguments(parts: &[Part], cost: u64, mode: Mode, detail: bool) -> 
     let mut args = vec![cost.min(1 << 53).to_string()];
     let (at, mode) = match mode {
         Mode::Decide(None) => (None, "abs"),
-        Mode::Decide(Some(at)) => (Some(at), "none"),
+        Mode::Decide(Some(at)) => (Some(at), CALLER_TTL_MODE),
         Mode::Peek(at) => (Some(at), "peek"),
         Mode::Evict(at) => (Some(at), "evict"),
     };
@@ -306,5 +318,11 @@ mod tests {
             .sum();
         let literal: usize = sources.iter().map(|s| called(s).len()).sum();
         assert_eq!(calls, literal, "a redis.call with a computed command name");
+    }
+
+    #[test]
+    fn the_caller_ttl_argument_is_the_documented_ttl() {
+        let ms = super::CALLER_TTL.as_millis().to_string();
+        assert_eq!(super::CALLER_TTL_MODE, format!("ttl{ms}"));
     }
 }

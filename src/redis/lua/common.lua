@@ -99,6 +99,10 @@ else
   NOW = {tonumber(ARGV[2]), tonumber(ARGV[3])}
 end
 local ABS = ARGV[4] == 'abs'
+-- 'ttl<ms>' = caller instants with a safety TTL: every write sets PX <ms> (never
+-- deleted on idleness, for the reason 'none' gives), so a key left by a killed process
+-- expires on its own.
+local SAFE = string.match(ARGV[4], '^ttl(%d+)$')
 -- Nothing is written: a peek, or an eviction's look at the states.
 local DRY = ARGV[4] == 'peek' or ARGV[4] == 'evict'
 
@@ -110,7 +114,9 @@ local function pxat(p) return string.format('%.0f', p[1] * 1000 + ceildiv(p[2], 
 -- equals a fresh one from now on), else kept until the instant `idle_at` it will.
 local function persist(key, value, idle, idle_at)
   if DRY then return end
-  if not ABS then
+  if SAFE then
+    redis.call('SET', key, value, 'PX', SAFE)
+  elseif not ABS then
     redis.call('SET', key, value)
   elseif idle then
     redis.call('DEL', key)

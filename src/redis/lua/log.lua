@@ -78,5 +78,6 @@ function log.save(st)
   local reset, idle = log.reset(st)
   persist(st.key, fmt(st.total, st.now[1], st.now[2]), idle, reset)
   if ABS and not idle then redis.call('PEXPIREAT', st.list, pxat(reset)) end
+  if SAFE then redis.call('PEXPIRE', st.list, SAFE) end
 end
 FAMILIES.log = log
