@@ -104,7 +104,9 @@ pub(super) struct Common {
     /// a call of the Redis store's script at the simulated instant, and the reports
     /// equal the in-memory run's. URL: redis://[USER:PASSWORD@]HOST:PORT[/DB] or
     /// redis+unix:///PATH. The run's keys get a prefix of their own and are removed at
-    /// the end. Needs a build with `--features redis`.
+    /// the end, or on Ctrl-C/SIGTERM; each also expires 1 h after its last write (a
+    /// killed run). A failure of Redis stops the run with an error (exit 1), never a
+    /// report that differs from memory. Needs a build with `--features redis`.
     #[arg(long, value_name = "URL")]
     store: Option<String>,
 }

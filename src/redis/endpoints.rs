@@ -71,7 +71,7 @@ impl RedisStore {
 
 impl RedisEndpoints {
     /// The same store deciding at `clock`'s instants ([`Now::Caller`]) instead of the
-    /// server's: the same stream then gives the in-memory decisions. Keys get no TTL.
+    /// server's: the same stream then gives the in-memory decisions. Keys get only the safety TTL [`CALLER_TTL`](super::CALLER_TTL).
     pub fn with_clock(self, clock: impl Clock + 'static) -> RedisEndpoints {
         RedisEndpoints {
             clock: Some(Arc::new(clock)),

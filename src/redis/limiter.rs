@@ -238,7 +238,7 @@ impl RedisLimiter {
 
     /// Deletes the states of those of `keys` that are idle at the caller's instant `at`
     /// (indistinguishable from fresh ones, as the in-memory `evict_idle` decides), and
-    /// says which were. For caller instants, whose keys have no TTL: the simulator's
+    /// says which were. For caller instants, whose keys have only a safety TTL: the simulator's
     /// janitor. Pipelined on one server (one round trip per 1,000 keys); one call per
     /// key on a cluster.
     pub fn evict_idle(&self, keys: &[&str], at: Nanos) -> Result<Vec<bool>, RedisError> {

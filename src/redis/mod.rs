@@ -57,8 +57,17 @@
 //! application servers cannot over-admit; the key then expires (`PEXPIREAT`) at the
 //! instant its state becomes indistinguishable from a fresh one, never earlier, and is
 //! deleted at once when it already is. [`Now::Caller`] takes the instant from the caller
-//! (a fake clock in tests and the simulator) and sets no TTL, since fake time has no
-//! relation to the server's clock. The two modes use different keys.
+//! (a fake clock in tests and the simulator); fake time has no relation to the
+//! server's clock, so its keys get only a safety TTL ([`CALLER_TTL`], 1 h after their
+//! last write), for keys a killed process left. The two modes use different keys.
+//!
+//! ## Failures: at most once
+//! No command is ever resent after it may have reached the server: not after a
+//! timeout, not on a connection found closed (a `CLIENT KILL`, a restart). Such a
+//! failure is an unknown outcome, answered by the limiter's [`FailurePolicy`]; the next
+//! call opens a fresh connection. A restart without persistence is a fresh limit for
+//! every key (state lost); the first call on each pooled connection to the old server
+//! fails by policy.
 //!
 //! ## Keys
 //! `<prefix>:{<tag>}:<key>:<rule>:<mode>`: `<tag>` is a 64-bit hash of the key in hex,
@@ -106,7 +115,8 @@ pub enum Now {
     /// one clock for every process. Production mode.
     Server,
     /// An instant chosen by the caller, e.g. a [`FakeClock`](crate::FakeClock)'s: the
-    /// same stream of instants gives the same decisions as in memory. Keys get no TTL.
+    /// same stream of instants gives the same decisions as in memory. Keys get only the
+    /// safety TTL [`CALLER_TTL`].
     Caller(Nanos),
 }
 
