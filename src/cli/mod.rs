@@ -13,6 +13,7 @@ mod nodes;
 mod run;
 mod store;
 mod sweep;
+mod traces;
 mod validate;
 
 use std::io::Write;

@@ -175,6 +175,18 @@ impl SkippedLines {
     }
 }
 
+/// What the traces read to their end in this process skipped or read lossily, and not
+/// yet taken: how a run says so without reading its traces a second time beforehand.
+static REPORTS: std::sync::Mutex<Vec<(PathBuf, SkippedLines)>> = std::sync::Mutex::new(Vec::new());
+
+/// Takes what the trace readers that reached their end since the last call skipped
+/// (or read from lines with bytes that are not UTF-8): `(trace, what)`, once per trace
+/// and report, in the order they ended. A run reads its traces once and then says what
+/// [`Scenario::read_traces`](crate::sim::Scenario::read_traces) would have said.
+pub fn take_skipped_reports() -> Vec<(PathBuf, SkippedLines)> {
+    std::mem::take(&mut *REPORTS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// Streams a trace file's rows, checking each.
 ///
 /// By default ([`TraceOptions::default`]) the format is `time_s,key[,cost]` CSV: a
@@ -193,6 +205,8 @@ pub struct TraceReader {
     filtered: u64,
     /// Rows returned so far.
     rows: u64,
+    /// Whether what was skipped is in [`REPORTS`].
+    reported: bool,
     done: bool,
 }
 
@@ -258,6 +272,7 @@ impl TraceReader {
             skipped: SkippedLines::default(),
             filtered: 0,
             rows: 0,
+            reported: false,
             done: false,
         }
     }
@@ -277,6 +292,7 @@ impl TraceReader {
                 }));
             }
             if self.done {
+                self.record_skipped();
                 return match self.nothing_left() {
                     Some(why) => Err(TraceError::new(&self.path, None, why)),
                     None => Ok(None),
@@ -295,6 +311,20 @@ impl TraceReader {
                 }
             }
         }
+    }
+
+    /// At the end, leaves what was skipped or read lossily where
+    /// [`take_skipped_reports`] finds it (once per reader).
+    fn record_skipped(&mut self) {
+        let s = &self.skipped;
+        if !self.reported && (s.count > 0 || s.not_utf8 > 0) {
+            let mut reports = REPORTS.lock().unwrap_or_else(|e| e.into_inner());
+            let report = (self.path.clone(), s.clone());
+            if !reports.contains(&report) {
+                reports.push(report);
+            }
+        }
+        self.reported = true;
     }
 
     /// At the end, why a trace whose lines were all skipped or filtered out is an error
