@@ -592,6 +592,18 @@ fn request_lines_are_split_as_servers_log_them() {
 }
 
 #[test]
+fn a_common_log_line_with_an_escaped_request_keeps_its_byte_count() {
+    let line = "10.0.0.1 - - [14/May/2024:11:00:00 +0200] \"GET /\\\"x HTTP/1.0\" 200 12\n";
+    let o = |key: &str| TraceOptions {
+        key: Some(KeyTemplate::parse(key).unwrap()),
+        cost_field: Some("bytes".into()),
+        ..options(TraceFormat::Combined)
+    };
+    let got = rows(line, &o("target")).unwrap();
+    assert_eq!((got[0].key.as_str(), got[0].cost), ("/\"x", Some(12)));
+}
+
+#[test]
 fn bytes_that_are_not_utf8_are_refused_only_in_the_fields_used() {
     let line = |agent: &[u8], user: &[u8]| {
         [

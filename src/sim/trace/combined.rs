@@ -80,7 +80,7 @@ impl Format for CombinedLog {
             return Ok(None);
         };
         self.fields = fields;
-        self.lossy = std::str::from_utf8(&self.text).is_err();
+        self.lossy = !self.text.is_ascii() && std::str::from_utf8(&self.text).is_err();
         Ok(Some(number))
     }
 
@@ -88,7 +88,11 @@ impl Format for CombinedLog {
         let Some(index) = FIELDS.iter().position(|f| *f == name) else {
             return Ok(None);
         };
-        let Some(range) = self.fields[index].clone() else {
+        let range = match (index, &self.fields[REQUEST]) {
+            (5..9, Some(request)) => request_parts(&self.text, request.clone())[index - 5].clone(),
+            _ => self.fields[index].clone(),
+        };
+        let Some(range) = range else {
             return Ok(None);
         };
         match std::str::from_utf8(&self.text[range]) {
@@ -113,15 +117,15 @@ fn parse(text: &mut Vec<u8>) -> Result<Spans, String> {
     let mut at = 0;
     let end = text.len();
     let mut fields: Spans = Default::default();
-    fields[0] = Some(word(text, &mut at).ok_or_else(|| fail("no client address"))?);
-    fields[1] = Some(word(text, &mut at).ok_or_else(|| fail("no ident field"))?);
-    fields[2] = Some(word(text, &mut at).ok_or_else(|| fail("no user field"))?);
-    fields[3] = Some(bracketed(text, &mut at).ok_or_else(|| fail("no [time]"))?);
+    fields[0] = Some(word(&text[..end], &mut at).ok_or_else(|| fail("no client address"))?);
+    fields[1] = Some(word(&text[..end], &mut at).ok_or_else(|| fail("no ident field"))?);
+    fields[2] = Some(word(&text[..end], &mut at).ok_or_else(|| fail("no user field"))?);
+    fields[3] = Some(bracketed(&text[..end], &mut at).ok_or_else(|| fail("no [time]"))?);
     let request = quoted(text, &mut at, end).ok_or_else(|| fail("no quoted request"))?;
-    let status = word(text, &mut at)
+    let status = word(&text[..end], &mut at)
         .filter(|s| s.len() == 3 && text[s.clone()].iter().all(u8::is_ascii_digit))
         .ok_or_else(|| fail("no three-digit status"))?;
-    let bytes = word(text, &mut at)
+    let bytes = word(&text[..end], &mut at)
         .filter(|b| &text[b.clone()] == b"-" || text[b.clone()].iter().all(u8::is_ascii_digit))
         .ok_or_else(|| fail("no byte count"))?;
     // A common-log line ends here; a combined one has the referer and user agent.
@@ -130,9 +134,7 @@ fn parse(text: &mut Vec<u8>) -> Result<Spans, String> {
         fields[11] = Some(quoted(text, &mut at, end).ok_or_else(|| fail("no quoted referer"))?);
         fields[12] = Some(quoted(text, &mut at, end).ok_or_else(|| fail("no quoted user agent"))?);
     }
-    let [method, target, path, protocol] = request_parts(text, request.clone());
-    fields[REQUEST] = Some(request);
-    fields[5..9].clone_from_slice(&[method, target, path, protocol]);
+    fields[REQUEST] = Some(request); // its parts are split when asked for
     fields[9] = Some(status);
     // A byte count of "-" is nginx's and Apache's way of writing 0.
     fields[BYTES] = Some(if &text[bytes.clone()] == b"-" {
@@ -200,10 +202,7 @@ fn request_parts(text: &[u8], r: Range<usize>) -> [Option<Range<usize>>; 4] {
 /// The next space-separated word from `at`.
 fn word(text: &[u8], at: &mut usize) -> Option<Range<usize>> {
     let start = *at + text[*at..].iter().take_while(|&&b| b == b' ').count();
-    let len = text[start..]
-        .iter()
-        .position(|&b| b == b' ')
-        .unwrap_or(text.len() - start);
+    let len = memchr::memchr(b' ', &text[start..]).unwrap_or(text.len() - start);
     *at = start + len;
     (len > 0).then_some(start..start + len)
 }
@@ -214,7 +213,7 @@ fn bracketed(text: &[u8], at: &mut usize) -> Option<Range<usize>> {
     if text.get(start) != Some(&b'[') {
         return None;
     }
-    let len = text[start + 1..].iter().position(|&b| b == b']')?;
+    let len = memchr::memchr(b']', &text[start + 1..])?;
     *at = start + 1 + len + 1;
     Some(start + 1..start + 1 + len)
 }
@@ -229,7 +228,7 @@ fn quoted(text: &mut Vec<u8>, at: &mut usize, end: usize) -> Option<Range<usize>
     let open = start + 1;
     let mut i = open;
     loop {
-        i += text[i..end].iter().position(|&b| b == b'"' || b == b'\\')?;
+        i += memchr::memchr2(b'"', b'\\', &text[i..end])?;
         if text[i] == b'"' {
             break;
         }
