@@ -487,7 +487,13 @@ fn a_combined_log_s_quoted_fields_are_unescaped() {
 
 #[test]
 fn a_request_line_that_is_not_method_target_protocol_has_none_of_them() {
-    for request in ["-", "GET /", " / HTTP/1.1", "GET  HTTP/1.1"] {
+    for request in [
+        "-",
+        "GET",
+        " / HTTP/1.1",
+        "GET  HTTP/1.1",
+        "GET   HTTP/1.0  ",
+    ] {
         let line =
             format!("10.0.0.1 - - [14/May/2024:11:00:00 +0200] \"{request}\" 400 0 \"-\" \"t\"\n");
         for field in ["method", "target", "path", "protocol"] {
@@ -511,6 +517,167 @@ fn a_request_line_that_is_not_method_target_protocol_has_none_of_them() {
             "the request as written"
         );
     }
+}
+
+/// Field `field` of a combined line whose request line is `request`, or the error.
+fn request_field(request: &str, field: &str) -> Result<String, String> {
+    let line = format!("199.72.81.55 - - [01/Jul/1995:00:00:01 -0400] \"{request}\" 200 6245\n");
+    let o = TraceOptions {
+        key: Some(KeyTemplate::parse(&format!("{{{field}}}")).unwrap()),
+        ..options(TraceFormat::Combined)
+    };
+    rows(&line, &o).map(|mut r| r.remove(0).key)
+}
+
+#[test]
+fn request_lines_are_split_as_servers_log_them() {
+    // (request line as the NASA log writes it, method, target, path, protocol)
+    let cases = [
+        ("GET /ksc.html", "GET", "/ksc.html", "/ksc.html", None),
+        (
+            "GET /x.html  HTTP/1.0",
+            "GET",
+            "/x.html",
+            "/x.html",
+            Some("HTTP/1.0"),
+        ),
+        (
+            "GET /a b.html?q=1 HTTP/1.0",
+            "GET",
+            "/a b.html?q=1",
+            "/a b.html",
+            Some("HTTP/1.0"),
+        ),
+        (
+            "GET  /x.html HTTP/1.0",
+            "GET",
+            "/x.html",
+            "/x.html",
+            Some("HTTP/1.0"),
+        ),
+        ("GET /a b c", "GET", "/a b c", "/a b c", None),
+        ("GET / HTTP/1.1", "GET", "/", "/", Some("HTTP/1.1")),
+    ];
+    for (request, method, target, path, protocol) in cases {
+        assert_eq!(
+            request_field(request, "method").as_deref(),
+            Ok(method),
+            "{request}"
+        );
+        assert_eq!(
+            request_field(request, "target").as_deref(),
+            Ok(target),
+            "{request}"
+        );
+        assert_eq!(
+            request_field(request, "path").as_deref(),
+            Ok(path),
+            "{request}"
+        );
+        match protocol {
+            Some(p) => assert_eq!(request_field(request, "protocol").as_deref(), Ok(p)),
+            None => {
+                let err = request_field(request, "protocol").unwrap_err();
+                assert!(err.contains("no `protocol` field"), "{request}: {err}");
+            }
+        }
+    }
+    // The issue's case: `{ip} {path}` on an HTTP/0.9 line.
+    let line = "199.72.81.55 - - [01/Jul/1995:00:00:01 -0400] \"GET /ksc.html\" 200 7074\n";
+    let o = TraceOptions {
+        key: Some(KeyTemplate::parse("{ip} {path}").unwrap()),
+        ..options(TraceFormat::Combined)
+    };
+    assert_eq!(rows(line, &o).unwrap()[0].key, "199.72.81.55 /ksc.html");
+}
+
+#[test]
+fn a_common_log_line_with_an_escaped_request_keeps_its_byte_count() {
+    let line = "10.0.0.1 - - [14/May/2024:11:00:00 +0200] \"GET /\\\"x HTTP/1.0\" 200 12\n";
+    let o = |key: &str| TraceOptions {
+        key: Some(KeyTemplate::parse(key).unwrap()),
+        cost_field: Some("bytes".into()),
+        ..options(TraceFormat::Combined)
+    };
+    let got = rows(line, &o("target")).unwrap();
+    assert_eq!((got[0].key.as_str(), got[0].cost), ("/\"x", Some(12)));
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_refused_only_in_the_fields_used() {
+    let line = |agent: &[u8], user: &[u8]| {
+        [
+            b"10.0.0.1 - ".as_slice(),
+            user,
+            b" [14/May/2024:11:00:00 +0200] \"GET / HTTP/1.1\" 200 1 \"-\" \"",
+            agent,
+            b"\"\n",
+        ]
+        .concat()
+    };
+    let read = |bytes: Vec<u8>, key: &str| {
+        let o = TraceOptions {
+            key: Some(KeyTemplate::parse(key).unwrap()),
+            ..options(TraceFormat::Combined)
+        };
+        let mut r =
+            TraceReader::from_reader_with(Path::new("t.log"), std::io::Cursor::new(bytes), &o);
+        let row = r.next_row().map_err(|e| e.to_string());
+        (row, r.skipped().not_utf8)
+    };
+    // An invalid byte in the user agent: the line is a request, counted.
+    let (row, lossy) = read(line(b"Mozilla \xff\xfe", b"bob"), "ip");
+    assert_eq!(row.unwrap().map(|r| r.key).as_deref(), Some("10.0.0.1"));
+    assert_eq!(lossy, 1);
+    let (row, lossy) = read(line(b"curl", b"bob"), "ip");
+    assert!(row.unwrap().is_some());
+    assert_eq!(lossy, 0, "a clean line is not counted");
+    // In the key's own field: refused, saying which field.
+    let (row, _) = read(line(b"curl", b"b\xffb"), "user");
+    let err = row.unwrap_err();
+    assert!(
+        err.starts_with("t.log:1:1: the `user` field is not UTF-8 text"),
+        "{err}"
+    );
+    // And the warning says so.
+    let skipped = ratesim::sim::SkippedLines {
+        count: 0,
+        first: None,
+        not_utf8: 3,
+    };
+    assert_eq!(
+        skipped.describe(Path::new("a.log")),
+        "a.log: read 3 requests from lines with bytes that are not UTF-8 text in fields the \
+         scenario does not use"
+    );
+}
+
+#[test]
+fn a_trace_with_no_request_left_is_an_error_that_says_why() {
+    let bad = "garbage\nmore garbage\n";
+    let o = TraceOptions {
+        skip_bad_lines: true,
+        ..options(TraceFormat::Combined)
+    };
+    let err = rows(bad, &o).unwrap_err();
+    assert!(
+        err.starts_with(
+            "t.log: no request left to replay: of its lines, 2 skipped as not \
+                         requests (the first, line 1: no ident field"
+        ),
+        "{err}"
+    );
+    let filtered = TraceOptions {
+        exclude_status: vec![StatusMatch::parse("2xx").unwrap()],
+        ..options(TraceFormat::Combined)
+    };
+    let err = rows(COMBINED.lines().next().unwrap(), &filtered).unwrap_err();
+    assert!(
+        err.contains("1 left out by include_status / exclude_status"),
+        "{err}"
+    );
+    // A file with nothing that could be a request is not this error.
+    assert_eq!(rows("\n", &options(TraceFormat::Combined)), Ok(vec![]));
 }
 
 #[test]

@@ -289,3 +289,79 @@ fn a_line_up_to_one_mebibyte_is_read_and_a_longer_one_is_a_bad_line() {
         "the long line is consumed, the next ones read"
     );
 }
+
+/// `ratesim ARGS` in `dir`: (success, stderr).
+fn ratesim_in(dir: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::cargo_bin("ratesim")
+        .unwrap()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const TRACE_SCENARIO: &str = "name = \"s\"\nduration = \"10s\"\n[limit]\nmax_requests = 2\n\
+    window = \"1s\"\n[[traffic]]\nkind = \"trace\"\npath = \"a.log\"\nformat = \"combined\"\n";
+
+#[test]
+fn key_is_checked_against_the_trace_before_running_and_no_empty_out_folder_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.log"), log(5)).unwrap();
+    fs::write(dir.path().join("s.toml"), TRACE_SCENARIO).unwrap();
+    let (ok, stderr) = ratesim_in(
+        dir.path(),
+        &["run", "s.toml", "--key", "alice", "--out", "o"],
+    );
+    assert!(!ok);
+    assert!(
+        stderr.starts_with("ratesim: error: --key: no client named `alice`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("named like `"),
+        "examples of names: {stderr}"
+    );
+    assert!(
+        !dir.path().join("o").exists(),
+        "no output folder on failure"
+    );
+    // A name the trace holds runs.
+    let first = log(1).split(' ').next().unwrap().to_string();
+    let (ok, stderr) = ratesim_in(
+        dir.path(),
+        &[
+            "run",
+            "s.toml",
+            "--key",
+            &first,
+            "--out",
+            "o",
+            "--no-charts",
+            "--quiet",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert!(dir.path().join("o/summary.csv").exists());
+}
+
+#[test]
+fn a_run_that_fails_on_its_trace_leaves_no_output_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    // The error is on the last line: the run has started when it finds it.
+    fs::write(dir.path().join("a.log"), format!("{}junk\n", log(5))).unwrap();
+    fs::write(dir.path().join("s.toml"), TRACE_SCENARIO).unwrap();
+    let (ok, stderr) = ratesim_in(dir.path(), &["run", "s.toml", "--out", "o/deep"]);
+    assert!(!ok);
+    assert!(stderr.starts_with("ratesim: error: "), "{stderr}");
+    assert!(stderr.contains("a.log:6:1: no ident field"), "{stderr}");
+    assert!(!dir.path().join("o").exists(), "{stderr}");
+    // A folder that was there before is left alone.
+    fs::create_dir(dir.path().join("keep")).unwrap();
+    let (ok, _) = ratesim_in(dir.path(), &["run", "s.toml", "--out", "keep"]);
+    assert!(!ok);
+    assert!(dir.path().join("keep").is_dir());
+}

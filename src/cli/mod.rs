@@ -13,6 +13,7 @@ mod nodes;
 mod run;
 mod store;
 mod sweep;
+mod traces;
 mod validate;
 
 pub use store::remove_interrupted_run_keys;

@@ -18,6 +18,7 @@ use ratesim::sim::{
 use ratesim::{Registry, Rule};
 
 use super::store::{RunStore, redacted_args};
+use super::traces;
 use super::{Failure, Format, algos_flag, input, parse_burst, parse_limit, parse_seed, print};
 
 pub(super) const EXAMPLES: &str = "Examples:
@@ -132,9 +133,9 @@ impl Common {
 pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
     let mut scenario = Scenario::load_with(&args.scenario, registry).map_err(input)?;
     apply_overrides(&mut scenario, &args.common, registry, false)?;
-    for (trace, skipped) in scenario.read_traces().map_err(input)? {
-        eprintln!("ratesim: warning: {}", skipped.describe(&trace));
-    }
+    // The run reads its traces once, and checks them as it goes; only `--key` on a
+    // scenario of traces reads them before.
+    let prechecked = traces::check_key(&scenario)?;
     if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
         eprintln!("ratesim: warning: {warning}");
     }
@@ -143,8 +144,13 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
         None => Path::new("output").join(&scenario.name),
     };
     let source = source_of(&args.scenario)?;
-    let report = simulate(&scenario, &out, &args.common, registry, source)?;
-    print_summary(&[report], args.common.format)
+    let before = traces::OutBefore::look(&out);
+    let report = before.failed(simulate(&scenario, &out, &args.common, registry, source));
+    let skipped = sim::take_skipped_reports();
+    if !prechecked {
+        traces::warn_skipped(skipped);
+    }
+    print_summary(&[report?], args.common.format)
 }
 
 /// Applies `--limit`, `--seed` and `--algos` to a loaded scenario (`built_in`: one of
@@ -203,7 +209,7 @@ fn set_limit(scenario: &mut Scenario, rule: Rule, built_in: bool) -> Result<(), 
     Ok(())
 }
 
-/// Runs one scenario, already validated (its traces read through), and writes every
+/// Runs one scenario (its traces are read, and checked, by the run), and writes every
 /// output file into `out`. The output directory is the last input checked before
 /// anything is written.
 pub(super) fn simulate(

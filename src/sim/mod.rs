@@ -51,6 +51,7 @@ pub mod worst_case;
 pub use trace::{
     COMBINED_FIELDS, KeyTemplate, SameSecond, SkippedLines, StatusMatch, TimeFormat, TraceError,
     TraceFormat, TraceOptions, TraceReader, TraceRow, parse_whole, parse_whole_from,
+    take_skipped_reports,
 };
 pub use traffic::{Arrival, ArrivalStream, KeyTable};
 

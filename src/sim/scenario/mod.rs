@@ -395,7 +395,7 @@ impl Scenario {
             if let TrafficKind::Trace { path, options } = &spec.kind {
                 let mut reader = TraceReader::open_with(path, options)?;
                 while reader.next_row()?.is_some() {}
-                if reader.skipped().count > 0 {
+                if reader.skipped().count > 0 || reader.skipped().not_utf8 > 0 {
                     skipped.push((path.clone(), reader.skipped().clone()));
                 }
             }

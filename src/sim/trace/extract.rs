@@ -36,6 +36,9 @@ pub(super) struct Extractor {
     cost: Option<(String, bool)>,
     include: Vec<StatusMatch>,
     exclude: Vec<StatusMatch>,
+    /// The last time text parsed and its stamp: a log writes the same second on many
+    /// lines in a row, parsed once (the same text always gives the same stamp).
+    last_time: (String, Stamp),
 }
 
 impl Extractor {
@@ -52,13 +55,14 @@ impl Extractor {
             cost,
             include: options.include_status.clone(),
             exclude: options.exclude_status.clone(),
+            last_time: (String::new(), 0),
         }
     }
 
     /// The request on the current line of `format` (numbered `line`), `None` when its
     /// status is filtered out, or why the line is not a request.
     pub(super) fn request(
-        &self,
+        &mut self,
         format: &dyn Format,
         line: usize,
     ) -> Result<Option<Request>, String> {
@@ -66,8 +70,16 @@ impl Extractor {
             return Ok(None);
         }
         let time_text = required(format, &self.time_field)?;
-        let stamp = timestamp::parse(&time_text, self.time_format)
-            .map_err(|e| format!("bad {}: {e}", self.time_field))?;
+        let stamp = if !time_text.is_empty() && self.last_time.0 == time_text {
+            self.last_time.1
+        } else {
+            let stamp = timestamp::parse(&time_text, self.time_format)
+                .map_err(|e| format!("bad {}: {e}", self.time_field))?;
+            self.last_time.0.clear();
+            self.last_time.0.push_str(&time_text);
+            self.last_time.1 = stamp;
+            stamp
+        };
         let key = self.key(format)?;
         let cost = match &self.cost {
             None => None,

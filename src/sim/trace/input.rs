@@ -70,6 +70,9 @@ pub(super) enum Line<'a> {
     Bad(String),
 }
 
+/// A line's bytes, or why it is not kept.
+type RawLine<'a> = Result<&'a [u8], String>;
+
 /// An [`Input`] read one bounded line at a time, counting lines from 1.
 pub(super) struct Lines {
     reader: BufReader<Input>,
@@ -113,9 +116,48 @@ impl Lines {
         }
     }
 
+    /// [`Lines::next_parsed`] for a format that splits bytes and checks text field by
+    /// field: `parse` gets every non-blank line that fits in [`MAX_LINE`], UTF-8 or not.
+    pub(super) fn next_parsed_bytes<T>(
+        &mut self,
+        parse: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Result<Option<(usize, T)>, Fault> {
+        loop {
+            let next = self
+                .next_bytes()
+                .map_err(|e| Fault::Fatal(None, format!("cannot read trace: {e}")))?;
+            let Some((number, line)) = next else {
+                return Ok(None);
+            };
+            return match line {
+                Ok(bytes) if is_blank(bytes) => continue,
+                Ok(bytes) => match parse(bytes) {
+                    Ok(fields) => Ok(Some((number, fields))),
+                    Err(why) => Err(Fault::Bad(number, why)),
+                },
+                Err(why) => Err(Fault::Bad(number, why)),
+            };
+        }
+    }
+
     /// The next line and its 1-based number, or `None` at the end. Errors are the
     /// input's own (unreadable, a corrupt or truncated gzip stream).
     pub(super) fn next_line(&mut self) -> io::Result<Option<(usize, Line<'_>)>> {
+        Ok(self.next_bytes()?.map(|(number, line)| {
+            let line = match line.map(std::str::from_utf8) {
+                Ok(Ok(text)) => Line::Text(text),
+                Ok(Err(_)) => {
+                    Line::Bad("not UTF-8 text (binary data?); expected a log line".to_string())
+                }
+                Err(why) => Line::Bad(why),
+            };
+            (number, line)
+        }))
+    }
+
+    /// The next line's bytes (without `\n` or `\r\n`) and its 1-based number, or why
+    /// it is not kept (too long); `None` at the end.
+    fn next_bytes(&mut self) -> io::Result<Option<(usize, RawLine<'_>)>> {
         self.buf.clear();
         let mut too_long = false;
         let mut any = false;
@@ -125,7 +167,7 @@ impl Lines {
                 break;
             }
             any = true;
-            let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            let (take, done) = match memchr::memchr(b'\n', chunk) {
                 Some(i) => (i + 1, true),
                 None => (chunk.len(), false),
             };
@@ -145,15 +187,22 @@ impl Lines {
         self.number += 1;
         if too_long {
             let why = format!("a line longer than {MAX_LINE} bytes; expected a log line");
-            return Ok(Some((self.number, Line::Bad(why))));
+            return Ok(Some((self.number, Err(why))));
         }
         let mut bytes = self.buf.as_slice();
         bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
         bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        let line = match std::str::from_utf8(bytes) {
-            Ok(text) => Line::Text(text),
-            Err(_) => Line::Bad("not UTF-8 text (binary data?); expected a log line".to_string()),
-        };
-        Ok(Some((self.number, line)))
+        Ok(Some((self.number, Ok(bytes))))
+    }
+}
+
+/// Whether `bytes` is blank as `str::trim` sees it (Unicode white space).
+fn is_blank(bytes: &[u8]) -> bool {
+    if bytes.first().is_some_and(u8::is_ascii_graphic) {
+        return false; // the usual line, decided by its first byte
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.trim().is_empty(),
+        Err(_) => false,
     }
 }

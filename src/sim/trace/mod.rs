@@ -106,6 +106,12 @@ trait Format: Send {
     /// Field `name` of the current line as text, `None` when the line has no such
     /// field, or why the field is unusable (a JSON object where text was expected).
     fn field(&self, name: &str) -> Result<Option<Cow<'_, str>>, String>;
+
+    /// Whether the current line holds bytes that are not UTF-8 in a field no one asked
+    /// for (formats that refuse such lines whole never say so).
+    fn lossy(&self) -> bool {
+        false
+    }
 }
 
 /// Lines that were not requests and were skipped (`skip_bad_lines = true`).
@@ -115,6 +121,10 @@ pub struct SkippedLines {
     pub count: u64,
     /// The first one: its line number and why it was skipped.
     pub first: Option<(usize, String)>,
+    /// Requests read from lines that hold bytes that are not UTF-8 in fields the
+    /// scenario does not use (a user agent, say): kept, and counted here. Any
+    /// `skip_bad_lines` setting.
+    pub not_utf8: u64,
 }
 
 impl SkippedLines {
@@ -123,13 +133,30 @@ impl SkippedLines {
     /// ```
     /// use std::path::Path;
     /// use ratesim::sim::SkippedLines;
-    /// let s = SkippedLines { count: 2, first: Some((7, "no [time]".into())) };
+    /// let s = SkippedLines { count: 2, first: Some((7, "no [time]".into())), not_utf8: 0 };
     /// assert_eq!(
     ///     s.describe(Path::new("a.log")),
     ///     "a.log: skipped 2 lines that are not requests (skip_bad_lines = true); the first, line 7: no [time]"
     /// );
     /// ```
     pub fn describe(&self, trace: &Path) -> String {
+        let mut text = self.describe_skipped(trace);
+        if self.not_utf8 > 0 {
+            let (n, s) = (self.not_utf8, if self.not_utf8 == 1 { "" } else { "s" });
+            let read = format!(
+                "read {n} request{s} from lines with bytes that are not UTF-8 text in \
+                 fields the scenario does not use"
+            );
+            text = match self.count {
+                0 => format!("{}: {read}", trace.display()),
+                _ => format!("{text}; {read}"),
+            };
+        }
+        text
+    }
+
+    /// The skipped lines' part of [`SkippedLines::describe`].
+    fn describe_skipped(&self, trace: &Path) -> String {
         let lines = if self.count == 1 {
             "line that is not a request"
         } else {
@@ -148,6 +175,18 @@ impl SkippedLines {
     }
 }
 
+/// What the traces read to their end in this process skipped or read lossily, and not
+/// yet taken: how a run says so without reading its traces a second time beforehand.
+static REPORTS: std::sync::Mutex<Vec<(PathBuf, SkippedLines)>> = std::sync::Mutex::new(Vec::new());
+
+/// Takes what the trace readers that reached their end since the last call skipped
+/// (or read from lines with bytes that are not UTF-8): `(trace, what)`, once per trace
+/// and report, in the order they ended. A run reads its traces once and then says what
+/// [`Scenario::read_traces`](crate::sim::Scenario::read_traces) would have said.
+pub fn take_skipped_reports() -> Vec<(PathBuf, SkippedLines)> {
+    std::mem::take(&mut *REPORTS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// Streams a trace file's rows, checking each.
 ///
 /// By default ([`TraceOptions::default`]) the format is `time_s,key[,cost]` CSV: a
@@ -162,6 +201,12 @@ pub struct TraceReader {
     time_field: String,
     skip_bad_lines: bool,
     skipped: SkippedLines,
+    /// Lines whose status the filters left out.
+    filtered: u64,
+    /// Rows returned so far.
+    rows: u64,
+    /// Whether what was skipped is in [`REPORTS`].
+    reported: bool,
     done: bool,
 }
 
@@ -225,6 +270,9 @@ impl TraceReader {
             time_field: options.effective_time_field().to_string(),
             skip_bad_lines: options.skip_bad_lines,
             skipped: SkippedLines::default(),
+            filtered: 0,
+            rows: 0,
+            reported: false,
             done: false,
         }
     }
@@ -236,6 +284,7 @@ impl TraceReader {
                 let time = (self.origin)
                     .place(&request)
                     .map_err(|e| TraceError::new(&self.path, Some(request.line), e))?;
+                self.rows += 1;
                 return Ok(Some(TraceRow {
                     time,
                     key: request.key,
@@ -243,7 +292,11 @@ impl TraceReader {
                 }));
             }
             if self.done {
-                return Ok(None);
+                self.record_skipped();
+                return match self.nothing_left() {
+                    Some(why) => Err(TraceError::new(&self.path, None, why)),
+                    None => Ok(None),
+                };
             }
             match self.next_request()? {
                 Some(request) => {
@@ -260,6 +313,44 @@ impl TraceReader {
         }
     }
 
+    /// At the end, leaves what was skipped or read lossily where
+    /// [`take_skipped_reports`] finds it (once per reader).
+    fn record_skipped(&mut self) {
+        let s = &self.skipped;
+        if !self.reported && (s.count > 0 || s.not_utf8 > 0) {
+            let mut reports = REPORTS.lock().unwrap_or_else(|e| e.into_inner());
+            let report = (self.path.clone(), s.clone());
+            if !reports.contains(&report) {
+                reports.push(report);
+            }
+        }
+        self.reported = true;
+    }
+
+    /// At the end, why a trace whose lines were all skipped or filtered out is an error
+    /// (a file with no line that could be a request at all is not).
+    fn nothing_left(&self) -> Option<String> {
+        if self.rows > 0 || (self.skipped.count == 0 && self.filtered == 0) {
+            return None;
+        }
+        let mut why = vec![];
+        if self.skipped.count > 0 {
+            let first = (self.skipped.first.as_ref())
+                .map(|(line, why)| format!(" (the first, line {line}: {why})"))
+                .unwrap_or_default();
+            let n = self.skipped.count;
+            why.push(format!("{n} skipped as not requests{first}"));
+        }
+        if self.filtered > 0 {
+            let n = self.filtered;
+            why.push(format!("{n} left out by include_status / exclude_status"));
+        }
+        Some(format!(
+            "no request left to replay: of its lines, {}; expected at least one request",
+            why.join(", ")
+        ))
+    }
+
     /// The lines skipped so far as not requests (always none without `skip_bad_lines`).
     pub fn skipped(&self) -> &SkippedLines {
         &self.skipped
@@ -272,8 +363,14 @@ impl TraceReader {
             let fault = match self.format.advance() {
                 Ok(None) => return Ok(None),
                 Ok(Some(line)) => match self.extractor.request(self.format.as_ref(), line) {
-                    Ok(Some(request)) => return Ok(Some(request)),
-                    Ok(None) => continue,
+                    Ok(Some(request)) => {
+                        self.skipped.not_utf8 += u64::from(self.format.lossy());
+                        return Ok(Some(request));
+                    }
+                    Ok(None) => {
+                        self.filtered += 1;
+                        continue;
+                    }
                     Err(message) => Fault::Bad(line, message),
                 },
                 Err(fault) => fault,

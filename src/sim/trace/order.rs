@@ -5,8 +5,7 @@
 //! holds only the requests within `reorder` of the latest time seen, and one second's
 //! requests when spreading, never the file. This module parses nothing.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::extract::Request;
 use super::options::SameSecond;
@@ -14,33 +13,6 @@ use super::timestamp::Stamp;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 const NS: i128 = NANOS_PER_SEC as i128;
-
-/// A request held for sorting: ordered by time, then by its place in the file.
-struct Held {
-    stamp: Stamp,
-    seq: u64,
-    request: Request,
-}
-
-impl PartialEq for Held {
-    fn eq(&self, other: &Held) -> bool {
-        (self.stamp, self.seq) == (other.stamp, other.seq)
-    }
-}
-
-impl Eq for Held {}
-
-impl PartialOrd for Held {
-    fn partial_cmp(&self, other: &Held) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Held {
-    fn cmp(&self, other: &Held) -> std::cmp::Ordering {
-        (self.stamp, self.seq).cmp(&(other.stamp, other.seq))
-    }
-}
 
 /// The latest time seen, for the message about a line too far before it.
 struct Latest {
@@ -55,8 +27,8 @@ pub(super) struct Sorter {
     reorder: i128,
     absolute: bool,
     same_second: SameSecond,
-    held: BinaryHeap<Reverse<Held>>,
-    seq: u64,
+    /// Sorted by (time, file order).
+    held: VecDeque<Request>,
     latest: Option<Latest>,
     /// Sorted requests of the second being gathered (spread only).
     second: Vec<Request>,
@@ -71,8 +43,7 @@ impl Sorter {
             reorder: i128::from(reorder.as_u64()),
             absolute,
             same_second,
-            held: BinaryHeap::new(),
-            seq: 0,
+            held: VecDeque::new(),
             latest: None,
             second: Vec::new(),
             ready: VecDeque::new(),
@@ -97,21 +68,23 @@ impl Sorter {
                 latest.written.push_str(&request.time_text);
             }
         }
-        self.seq += 1;
-        self.held.push(Reverse(Held {
-            stamp: request.stamp,
-            seq: self.seq,
-            request,
-        }));
+        let held = request;
+        // Sorted by (time, file order): a later line goes after every held one of the
+        // same time or earlier, which for a sorted log is the back.
+        match self.held.back() {
+            Some(last) if last.stamp > held.stamp => {
+                let at = self.held.partition_point(|h| h.stamp <= held.stamp);
+                self.held.insert(at, held);
+            }
+            _ => self.held.push_back(held),
+        }
         let settled = self
             .latest
             .as_ref()
             .map_or(Stamp::MIN, |l| l.stamp.saturating_sub(self.reorder));
-        while let Some(Reverse(h)) = self.held.peek()
-            && h.stamp <= settled
-        {
-            if let Some(Reverse(h)) = self.held.pop() {
-                self.settle(h.request);
+        while self.held.front().is_some_and(|h| h.stamp <= settled) {
+            if let Some(h) = self.held.pop_front() {
+                self.settle(h);
             }
         }
         Ok(())
@@ -142,8 +115,8 @@ impl Sorter {
 
     /// The end of the file: everything held is settled.
     pub(super) fn finish(&mut self) {
-        while let Some(Reverse(h)) = self.held.pop() {
-            self.settle(h.request);
+        while let Some(h) = self.held.pop_front() {
+            self.settle(h);
         }
         self.flush_second();
     }
