@@ -403,3 +403,45 @@ async fn hot_reload_under_concurrent_load_switches_rules_atomically() {
     let after = fetch(&client, addr, "/", Some("fresh")).await;
     assert_eq!(after.status, StatusCode::TOO_MANY_REQUESTS);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cost_extractor_weighs_requests_and_a_cost_above_the_burst_gets_no_retry_after() {
+    let (mw, _clock) = rules(FIVE_PER_TEN);
+    // /api/* is not a limited endpoint here; the weight comes from the query string.
+    let layer = RateLimitLayer::new(mw, ForwardedFor).cost(|head| match head.uri.query() {
+        Some("heavy") => 3,
+        Some("huge") => 6,
+        _ => 1,
+    });
+    let server = serve(layer).await;
+    let client = client();
+    let heavy = fetch(&client, server.addr, "/?heavy", Some("c")).await;
+    assert_eq!(heavy.status, StatusCode::OK);
+    assert_eq!(heavy.header("ratelimit"), Some(r#""/";r=2;t=10"#));
+    let never = fetch(&client, server.addr, "/?huge", Some("c")).await;
+    assert_eq!(never.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        never.header("retry-after"),
+        None,
+        "no wait lets 6 permits through 5"
+    );
+    assert_eq!(
+        never.header("ratelimit"),
+        Some(r#""/";r=2;t=10"#),
+        "nothing consumed"
+    );
+    assert!(never.body.contains("can never pass"), "{}", never.body);
+    let second = fetch(&client, server.addr, "/?heavy", Some("c")).await;
+    assert_eq!(
+        second.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "3 > 2 remaining"
+    );
+    assert_eq!(second.header("retry-after"), Some("10"));
+    for remaining in [1, 0] {
+        let light = fetch(&client, server.addr, "/", Some("c")).await;
+        let expected = format!(r#""/";r={remaining};t=10"#);
+        assert_eq!(light.header("ratelimit"), Some(expected.as_str()));
+    }
+    assert_eq!(server.calls.load(Ordering::SeqCst), 3);
+}

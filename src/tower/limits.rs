@@ -44,16 +44,23 @@ pub enum Checked {
 
 /// Decides requests for the layer.
 pub trait Limits: Send + Sync + 'static {
-    /// The verdict for `client` on `endpoints` (in order; an endpoint without a rule is
-    /// unlimited). The first denial ends the check: later endpoints are not consumed.
-    fn check<E: AsRef<str>>(&self, endpoints: &[E], client: &str) -> Checked;
+    /// The verdict for a request of `cost` permits by `client` on `endpoints` (in order;
+    /// an endpoint without a rule is unlimited). The first denial ends the check: later
+    /// endpoints are not consumed (earlier ones are: see the module doc of
+    /// `ratesim::tower`).
+    fn check<E: AsRef<str>>(&self, endpoints: &[E], client: &str, cost: u64) -> Checked;
 }
 
 impl<C: Clock + Clone + Send + Sync + 'static> Limits for Middleware<InMemory<C>> {
-    fn check<E: AsRef<str>>(&self, endpoints: &[E], client: &str) -> Checked {
+    fn check<E: AsRef<str>>(&self, endpoints: &[E], client: &str, cost: u64) -> Checked {
         Checked::Now(join(endpoints.iter().map(|endpoint| {
             let endpoint = endpoint.as_ref();
-            (endpoint, self.check_with_headers(endpoint, client))
+            let decision = if cost == 1 {
+                self.check_with_headers(endpoint, client)
+            } else {
+                self.check_n_with_headers(endpoint, client, cost)
+            };
+            (endpoint, decision)
         })))
     }
 }
@@ -175,7 +182,7 @@ mod tests {
         )
         .unwrap();
         let verdict =
-            |mw: &Middleware<InMemory<FakeClock>>| match Limits::check(mw, &["a", "b"], "c") {
+            |mw: &Middleware<InMemory<FakeClock>>| match Limits::check(mw, &["a", "b"], "c", 1) {
                 Checked::Now(v) => v,
                 Checked::Later(_) => unreachable!("memory decides now"),
             };

@@ -5,7 +5,13 @@
 //! - **Endpoints**: a request's path is its endpoint, unless a [route](RateLimitLayer::route)
 //!   maps it (exactly, or by a `prefix*` pattern) to one or more middleware endpoints,
 //!   checked in order: several endpoints make a *composite* limit whose header fields
-//!   list one named policy per endpoint. An endpoint without a rule is unlimited.
+//!   list one named policy per endpoint. An endpoint without a rule is unlimited. The
+//!   first refusing endpoint ends the check: the endpoints after it are not consumed,
+//!   those before it are (a refused request still counts against them, as with several
+//!   nginx `limit_req` zones). For one all-or-nothing decision over several rules, use
+//!   the library's `Composite` directly.
+//! - **Cost**: 1 permit per request, or what a [`cost`](RateLimitLayer::cost) function
+//!   of the request head says.
 //! - **Clients**: a [`KeyExtractor`] ([`PeerIp`], [`HeaderKey`], [`ForwardedFor`] — read
 //!   its trust caveat — or any [`KeyFn`]). No key: 500, the service is not called.
 //! - **Allowed**: the response gets `RateLimit-Policy` and `RateLimit` (IETF draft).
@@ -98,6 +104,7 @@ pub struct Denial<'a> {
 }
 
 type Hook = Arc<dyn Fn(&Denial<'_>) + Send + Sync>;
+type Cost = Arc<dyn Fn(&RequestHead<'_>) -> u64 + Send + Sync>;
 
 struct Route {
     pattern: String,
@@ -113,6 +120,7 @@ pub(crate) struct Shared<L> {
     dry_run: bool,
     metrics: Arc<LayerMetrics>,
     hook: Option<Hook>,
+    cost: Option<Cost>,
 }
 
 impl<L> Shared<L> {
@@ -155,6 +163,7 @@ impl<L: Limits> RateLimitLayer<L> {
                 dry_run: false,
                 metrics: Arc::default(),
                 hook: None,
+                cost: None,
             }),
         }
     }
@@ -202,6 +211,13 @@ impl<L: Limits> RateLimitLayer<L> {
         self.edit(|shared| shared.hook = Some(Arc::new(hook)))
     }
 
+    /// Weighs each request with `cost` permits instead of 1 (e.g. per-route weights or
+    /// a batch size). A cost above an endpoint's burst can never pass: 429 without
+    /// `Retry-After`.
+    pub fn cost(self, cost: impl Fn(&RequestHead<'_>) -> u64 + Send + Sync + 'static) -> Self {
+        self.edit(|shared| shared.cost = Some(Arc::new(cost)))
+    }
+
     /// The counters, shared by every service this layer makes.
     pub fn metrics(&self) -> Arc<LayerMetrics> {
         self.shared.metrics.clone()
@@ -220,6 +236,7 @@ impl<L: Limits> RateLimitLayer<L> {
             dry_run: self.shared.dry_run,
             metrics: self.shared.metrics.clone(),
             hook: self.shared.hook.clone(),
+            cost: self.shared.cost.clone(),
         };
         f(&mut shared);
         RateLimitLayer {

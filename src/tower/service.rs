@@ -128,10 +128,14 @@ where
             let response = plain(StatusCode::INTERNAL_SERVER_ERROR, NO_KEY, Vec::new());
             return ResponseFuture::answered(response);
         };
+        let cost = match &shared.cost {
+            Some(cost) => cost(&RequestHead::of(&request)),
+            None => 1,
+        };
         let path = request.uri().path();
         let checked = match shared.route(path) {
-            Some(endpoints) => shared.limits.check(endpoints, &client),
-            None => shared.limits.check(&[path], &client),
+            Some(endpoints) => shared.limits.check(endpoints, &client, cost),
+            None => shared.limits.check(&[path], &client, cost),
         };
         match checked {
             Checked::Now(verdict) => match act(shared, verdict, path, &client) {
