@@ -18,7 +18,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use ratesim::tower::{ForwardedFor, KeyFn, RateLimitLayer};
+use ratesim::tower::{Checked, ForwardedFor, KeyFn, Limits, RateLimitLayer};
 use ratesim::{FakeClock, Middleware, Nanos, store::InMemory};
 use tokio::time::timeout;
 
@@ -40,7 +40,7 @@ impl Drop for Server {
 }
 
 /// An axum app whose every route counts its calls, behind `layer`.
-async fn serve(layer: RateLimitLayer<Mw>) -> Server {
+async fn serve<L: Limits>(layer: RateLimitLayer<L>) -> Server {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = |calls: Arc<AtomicUsize>| {
         move || {
@@ -444,4 +444,38 @@ async fn a_cost_extractor_weighs_requests_and_a_cost_above_the_burst_gets_no_ret
         assert_eq!(light.header("ratelimit"), Some(expected.as_str()));
     }
     assert_eq!(server.calls.load(Ordering::SeqCst), 3);
+}
+
+/// A store that answers later, as an async Redis backend will: the in-memory verdict,
+/// delivered after a real await.
+struct Later(Arc<Mw>);
+
+impl Limits for Later {
+    fn check<E: AsRef<str>>(&self, endpoints: &[E], client: &str, cost: u64) -> Checked {
+        let Checked::Now(verdict) = Limits::check(&*self.0, endpoints, client, cost) else {
+            unreachable!("memory answers now")
+        };
+        Checked::Later(Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            verdict
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_answers_later_gets_the_same_answers_through_the_layer() {
+    let (mw, _clock) = rules(FIVE_PER_TEN);
+    let server = serve(RateLimitLayer::new(Arc::new(Later(mw)), ForwardedFor)).await;
+    let client = client();
+    for remaining in (0..5).rev() {
+        let reply = fetch(&client, server.addr, "/", Some("c")).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        let expected = format!(r#""/";r={remaining};t=10"#);
+        assert_eq!(reply.header("ratelimit"), Some(expected.as_str()));
+        assert_eq!(reply.body, "hello\n");
+    }
+    let denied = fetch(&client, server.addr, "/", Some("c")).await;
+    assert_eq!(denied.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(denied.header("retry-after"), Some("10"));
+    assert_eq!(server.calls.load(Ordering::SeqCst), 5);
 }
