@@ -48,6 +48,8 @@
 //! - **`toml-rules`**: hot reload of [`Middleware`] rules from TOML
 //!   (`Middleware::reload_str`, `Middleware::reload_file`, `RulesError`), with serde
 //!   and toml.
+//! - **`tower`**: `ratesim::tower`, a tower `Layer` for axum/hyper services deciding
+//!   with a [`Middleware`]'s rules (tower's traits, `http`, `pin-project-lite`).
 //!
 //! A service that only wants the limiter depends on
 //! `ratesim = { version = "0.1", default-features = false }`, adding
@@ -85,6 +87,9 @@ pub mod sim;
 pub mod store;
 mod sync;
 pub mod time;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 
 pub use algorithm::{
     Algorithm, BoxedAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingWindowCounter,

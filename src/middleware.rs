@@ -194,6 +194,43 @@ impl<C: Clock + Clone> Middleware<InMemory<C>> {
     }
 }
 
+impl<C: Clock + Clone> Middleware<InMemory<C>> {
+    /// As [`check_with_headers`](Middleware::check_with_headers) for a request that
+    /// weighs `cost` permits (in memory). A cost above the rule's burst can never pass:
+    /// denied with `retry_after` of `Nanos::MAX` and no `Retry-After` field, nothing
+    /// consumed.
+    ///
+    /// ```
+    /// # use ratesim::{FakeClock, Middleware, Nanos, Rule};
+    /// let mw = Middleware::with_clock(FakeClock::default());
+    /// mw.add_rule("/upload", Rule::new(5, Nanos::from_secs(10))?, "token_bucket")?;
+    /// assert_eq!(mw.check_n_with_headers("/upload", "alice", 3).decision.remaining, 2);
+    /// let never = mw.check_n_with_headers("/upload", "alice", 6);
+    /// assert!(!never.decision.allowed);
+    /// assert!(never.headers.iter().all(|(name, _)| *name != "Retry-After"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_n_with_headers(&self, endpoint: &str, client_id: &str, cost: u64) -> HttpDecision {
+        let rules = self.current();
+        let Some(limit) = rules.get(endpoint) else {
+            return HttpDecision {
+                decision: UNLIMITED,
+                headers: Vec::new(),
+            };
+        };
+        let key = format!("{endpoint}:{client_id}");
+        let decision = match limit.limiter.try_acquire_n(key.as_str(), cost) {
+            Ok(decision) => decision,
+            Err(_) => Decision {
+                allowed: false,
+                retry_after: crate::time::Nanos::MAX,
+                ..limit.limiter.peek(key.as_str())
+            },
+        };
+        with_headers(&limit.spec, endpoint, decision)
+    }
+}
+
 impl<S: Store> Middleware<S> {
     /// A middleware whose endpoints keep their clients' states in `store`, resolving
     /// algorithm names in `registry`.
@@ -341,17 +378,7 @@ impl<S: Store> Middleware<S> {
             };
         };
         let decision = decide(&limit.limiter, endpoint, client_id);
-        let mut headers = vec![
-            (
-                "RateLimit-Policy",
-                limit.spec.rule.ratelimit_policy(endpoint),
-            ),
-            ("RateLimit", decision.ratelimit(endpoint)),
-        ];
-        if !decision.allowed {
-            headers.push(("Retry-After", decision.retry_after_secs().to_string()));
-        }
-        HttpDecision { decision, headers }
+        with_headers(&limit.spec, endpoint, decision)
     }
 
     /// The decision for one request by `client_id` on `endpoint`. When the store
@@ -406,6 +433,20 @@ impl<S: Store> Middleware<S> {
             spec,
         })
     }
+}
+
+/// `decision` with its header fields: `RateLimit-Policy`, `RateLimit`, and on a denial
+/// that a wait can cure `Retry-After` (a cost above the capacity, `retry_after` of
+/// `Nanos::MAX`, gets none: no wait helps).
+fn with_headers(spec: &EndpointRule, endpoint: &str, decision: Decision) -> HttpDecision {
+    let mut headers = vec![
+        ("RateLimit-Policy", spec.rule.ratelimit_policy(endpoint)),
+        ("RateLimit", decision.ratelimit(endpoint)),
+    ];
+    if !decision.allowed && decision.retry_after != crate::time::Nanos::MAX {
+        headers.push(("Retry-After", decision.retry_after_secs().to_string()));
+    }
+    HttpDecision { decision, headers }
 }
 
 /// The limiter's decision for `client_id` on `endpoint`, or its failure policy's.
