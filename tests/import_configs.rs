@@ -213,7 +213,12 @@ fn import_text(name: &str, text: &str, extra: &[&str]) -> (tempfile::TempDir, Ou
 
 #[test]
 fn configs_the_presets_cannot_model_exit_2_naming_file_and_line() {
-    let cases: [(&str, &str, &str); 12] = [
+    let cases: [(&str, &str, &str); 13] = [
+        (
+            "m.conf",
+            "http {\n  server {\n    limit_req_zone $remote_addr zone=a:1m rate=2r/s;\n  }\n}\n",
+            "m.conf:3: `limit_req_zone` is not allowed in a `server` block",
+        ),
         (
             "a.conf",
             "http {\n  limit_req_zone $binary_remote_addr zone=a:1m rate=1.5r/s;\n}\n",
@@ -293,6 +298,30 @@ fn configs_the_presets_cannot_model_exit_2_naming_file_and_line() {
         );
         assert!(out.stdout.is_empty(), "{name}: {}", describe(&out));
     }
+}
+
+#[test]
+fn a_zone_used_with_different_parameters_gives_one_scenario_per_use_and_a_snippet_imports() {
+    // A conf.d snippet: no http block around it, as nginx includes it into http.
+    let text = "limit_req_zone $binary_remote_addr zone=one:1m rate=3r/s;\n\
+                server {\n  location /a { limit_req zone=one burst=5; }\n  \
+                location /b { limit_req zone=one burst=9 nodelay; }\n  \
+                location /c { limit_req zone=one burst=5; }\n}\n";
+    let (dir, out) = import_text("snippet.conf", text, &["--out", "o"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let read = |name: &str| -> toml::Table {
+        fs::read_to_string(dir.path().join("o").join(name))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let a = read("one_line3.toml");
+    let b = read("one_line4.toml");
+    assert_eq!(nginx_table(&a), (5, false, 0));
+    assert_eq!(nginx_table(&b), (9, true, 0));
+    assert_eq!(limit_of(&b), ("nginx".into(), 3, Nanos::from_secs(1), None));
+    // /c repeats /a's parameters: no third scenario.
+    assert_eq!(fs::read_dir(dir.path().join("o")).unwrap().count(), 2);
 }
 
 #[test]
@@ -416,4 +445,51 @@ fn the_imported_scenario_validates_and_runs_as_written() {
     fs::write(dir.path().join("imported.toml"), &text).unwrap();
     let out = ratesim(dir.path(), &["validate", "imported.toml"]);
     assert!(out.status.success(), "{}", describe(&out));
+}
+
+#[test]
+fn a_csv_trace_is_measured_keyed_as_asked_and_written_absolute_under_out() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("t.csv"),
+        "time_s,key\n0.5,alice\n3.25,bob\n7.999,alice\n",
+    )
+    .unwrap();
+    let file = config("envoy-local.yaml");
+    let args = [
+        "import",
+        file.to_str().unwrap(),
+        "--trace",
+        "t.csv",
+        "--out",
+        "o",
+    ];
+    let out = ratesim(dir.path(), &args);
+    assert!(out.status.success(), "{}", describe(&out));
+    let t: toml::Table = fs::read_to_string(dir.path().join("o/http_local_rate_limiter.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The last request at 7.999 s: the run covers whole seconds past it.
+    assert_eq!(t["duration"].as_str(), Some("8s"));
+    let trace = t["traffic"][0].as_table().unwrap();
+    assert_eq!(trace["format"].as_str(), Some("csv"));
+    let path = Path::new(trace["path"].as_str().unwrap());
+    assert!(path.is_absolute(), "{path:?}");
+    assert_eq!(path, fs::canonicalize(dir.path().join("t.csv")).unwrap());
+    assert!(
+        trace.get("key").is_none(),
+        "a csv trace keeps its own key column"
+    );
+
+    let mut args = args.to_vec();
+    args.extend(["--key", "user", "--duration", "1m"]);
+    let out = ratesim(dir.path(), &args);
+    assert!(out.status.success(), "{}", describe(&out));
+    let t: toml::Table = fs::read_to_string(dir.path().join("o/http_local_rate_limiter.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(t["duration"].as_str(), Some("60s"));
+    assert_eq!(t["traffic"][0]["key"].as_str(), Some("user"));
 }

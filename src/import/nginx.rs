@@ -190,7 +190,7 @@ pub(super) fn parse(text: &str) -> Parsed {
     let mut words = words(text)?.into_iter().peekable();
     let tree = directives(&mut words, 0, 0)?;
     let mut found = Found::default();
-    walk(&tree, None, &mut found)?;
+    walk(&tree, Place::default(), &mut found)?;
     let Found {
         zones,
         uses,
@@ -273,9 +273,42 @@ pub(super) fn parse(text: &str) -> Parsed {
 
 /// Collects zones and uses over every block, warning where nginx would do something
 /// the import does not model.
-fn walk(tree: &[Directive], location: Option<&str>, found: &mut Found) -> Result<(), Fault> {
+/// Where a directive stands: the block around it (none at the top of a file, which may
+/// be a snippet included into `http`) and the `location` it is in.
+#[derive(Default, Clone, Copy)]
+struct Place<'a> {
+    block: Option<&'a str>,
+    location: Option<&'a str>,
+}
+
+/// Refuses a limit directive in a block where nginx refuses it.
+fn check_place(d: &Directive, place: Place<'_>) -> Result<(), Fault> {
+    let allowed: &[&str] = match d.name.as_str() {
+        "limit_req_zone" => &["http"],
+        "limit_req" | "limit_req_status" | "limit_req_log_level" | "limit_req_dry_run" => {
+            &["http", "server", "location"]
+        }
+        _ => return Ok(()),
+    };
+    match place.block {
+        Some(block) if !allowed.contains(&block) => Err(Fault::at(
+            d.line,
+            format!(
+                "`{}` is not allowed in a `{block}` block (nginx refuses it there; it \
+                 belongs in {})",
+                d.name,
+                allowed.join(", ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn walk(tree: &[Directive], place: Place<'_>, found: &mut Found) -> Result<(), Fault> {
     for d in tree {
         let text = format!("{} {}", d.name, d.args.join(" "));
+        check_place(d, place)?;
+        let location = place.location;
         match d.name.as_str() {
             "limit_req_zone" => found.zones.push(zone(d, text)?),
             "limit_req" => {
@@ -329,12 +362,16 @@ fn walk(tree: &[Directive], location: Option<&str>, found: &mut Found) -> Result
             _ => {}
         }
         if let Some(block) = &d.block {
-            let inner = if d.name == "location" {
-                Some(d.args.join(" "))
-            } else {
-                location.map(str::to_string)
+            let here = d.args.join(" ");
+            let inner = Place {
+                block: Some(&d.name),
+                location: if d.name == "location" {
+                    Some(&here)
+                } else {
+                    location
+                },
             };
-            walk(block, inner.as_deref(), found)?;
+            walk(block, inner, found)?;
         }
     }
     Ok(())
