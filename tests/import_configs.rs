@@ -187,6 +187,10 @@ fn an_envoy_ratelimit_config_gives_one_scenario_per_limited_descriptor_nested_in
         stderr.contains(&(at(35) + "descriptor path=/search is in shadow_mode")),
         "{stderr}"
     );
+    assert!(
+        stderr.contains(&(at(45) + "descriptor remote_address=50.0.0.5 has requests_per_unit 0")),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -160,10 +160,15 @@ fn rate_limit(
         .ok_or_else(|| Fault::at(rate.line, "rate_limit without `requests_per_unit:`"))?;
     let max_requests = n_node.uint32("requests_per_unit")?;
     if max_requests == 0 {
-        return Err(Fault::at(
-            n_node.line,
-            "requests_per_unit 0 refuses every request: not a limit to simulate",
-        ));
+        // A ban (the ratelimit README's "black list IP" example): nothing to simulate.
+        warnings.push(Warning {
+            line: n_node.line,
+            message: format!(
+                "descriptor {shown} has requests_per_unit 0, refusing every request: \
+                 not imported"
+            ),
+        });
+        return Ok(None);
     }
     let field = (key == "remote_address").then_some("ip");
     if field.is_none() {
