@@ -195,14 +195,38 @@ fn an_envoy_ratelimit_config_gives_one_scenario_per_limited_descriptor_nested_in
 
 #[test]
 fn an_envoy_local_rate_limit_gives_tokens_per_fill_per_fill_interval_with_max_tokens_as_burst() {
-    let (_dir, got) = import_all(&config("envoy-local.yaml"), &[]);
-    assert_eq!(got.len(), 1);
-    assert_eq!(got[0].0, "http_local_rate_limiter");
-    // max_tokens: 100, tokens_per_fill: 10, fill_interval: 0.5s
-    assert_eq!(
-        limit_of(&got[0].1),
-        ("envoy_local".into(), 10, Nanos::from_millis(500), Some(100))
+    let dir = tempfile::tempdir().unwrap();
+    let file = config("envoy-local.yaml");
+    let out = ratesim(
+        dir.path(),
+        &["import", file.to_str().unwrap(), "--out", "o"],
     );
+    assert!(out.status.success(), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:32: filter_enforced is not 100 %",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    let (_d, got) = import_all(&file, &[]);
+    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "api_route",
+            "api_route_client_id_foo",
+            "http_local_rate_limiter"
+        ]
+    );
+    let local = |n, w, b| ("envoy_local".to_string(), n, w, Some(b));
+    // the route's bucket: 1000 per 60s, max_tokens 1000
+    assert_eq!(limit_of(&got[0].1), local(1000, Nanos::from_secs(60), 1000));
+    // its descriptor client_id=foo: fill_interval as {seconds: 60}
+    assert_eq!(limit_of(&got[1].1), local(10, Nanos::from_secs(60), 10));
+    // the filter's: max_tokens 100, tokens_per_fill 10, fill_interval 0.5s
+    assert_eq!(limit_of(&got[2].1), local(10, Nanos::from_millis(500), 100));
 }
 
 /// Writes `text` as `name` in a fresh folder and imports it; (folder, output).

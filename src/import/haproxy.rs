@@ -366,7 +366,20 @@ fn rate_test(term: &[String]) -> Result<(Fetch, u64), String> {
     let unsupported = || {
         format!("`{text}`: expected `sc_http_req_rate(0) gt N` (or ge, or scN_/src_http_req_rate)")
     };
-    let [fetch, op, n] = term else {
+    // ACL flags between the fetch and the test (`-m int`) change nothing here.
+    let mut words: Vec<&String> = Vec::new();
+    let mut skip_next = false;
+    for w in term {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        match w.as_str() {
+            "-m" => skip_next = true,
+            "-n" | "-i" | "--" => {}
+            _ => words.push(w),
+        }
+    }
+    let [fetch, op, n] = words[..] else {
         return Err(unsupported());
     };
     let n: u64 = n.parse().map_err(|_| unsupported())?;
@@ -446,9 +459,11 @@ fn resolve(
         };
         let table_name = table_name
             .ok_or_else(|| Fault::at(deny.line, "no stick table for this refusal's counter"))?;
+        // A table of a `peers` section is named `PEERS/TABLE` where it is read.
+        let bare = table_name.rsplit('/').next().unwrap_or(&table_name);
         let table = tables
             .iter()
-            .find(|t| t.name == table_name)
+            .find(|t| t.name == bare)
             .ok_or_else(|| Fault::at(deny.line, format!("no stick table named `{table_name}`")))?;
         let period = table.period.ok_or_else(|| {
             Fault::at(
@@ -470,7 +485,7 @@ fn resolve(
             });
         }
         limits.push(ImportedLimit {
-            name: table_name.clone(),
+            name: table.name.clone(),
             preset: "haproxy",
             max_requests: deny.max_requests,
             window: period,
@@ -519,6 +534,22 @@ mod tests {
         assert_eq!(haproxy_time("1m"), Ok(Nanos::from_secs(60)));
         assert!(haproxy_time("0s").is_err());
         assert!(haproxy_time("10x").is_err());
+    }
+
+    #[test]
+    fn a_peers_table_read_by_src_http_req_rate_is_imported_with_its_period() {
+        let text = "peers mypeers\n  peer lb1 127.0.0.1:10000\n  table per_ip type ip size \
+                    1m expire 1m store gpc0,http_req_rate(30s)\n\nfrontend fe\n  bind :80\n  \
+                    acl abuse src_http_req_rate(mypeers/per_ip) -m int gt 50\n  \
+                    http-request tarpit if abuse\n";
+        let (limits, warnings) = parse(text).unwrap();
+        assert_eq!(limits.len(), 1, "{warnings:?}");
+        let l = &limits[0];
+        assert_eq!(l.name, "per_ip");
+        assert_eq!((l.max_requests, l.window), (50, Nanos::from_secs(30)));
+        assert_eq!(l.key, Some("ip"));
+        assert_eq!(l.sources[0].0, 3);
+        assert_eq!(l.sources[1].0, 8);
     }
 
     #[test]
