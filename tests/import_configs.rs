@@ -521,3 +521,29 @@ fn a_csv_trace_is_measured_keyed_as_asked_and_written_absolute_under_out() {
     assert_eq!(t["duration"].as_str(), Some("60s"));
     assert_eq!(t["traffic"][0]["key"].as_str(), Some("user"));
 }
+
+#[test]
+fn no_prefix_of_any_config_read_as_any_kind_panics() {
+    // Every cut of every test config (and the bundled one), read as each kind: an
+    // import or an error, never a panic.
+    let mut files: Vec<PathBuf> = fs::read_dir(manifest().join("tests/data/configs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.push(manifest().join("scenarios/configs/nginx.conf"));
+    let mut errors = 0;
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        let cuts = (0..text.len())
+            .filter(|i| text.is_char_boundary(*i))
+            .step_by(7);
+        for cut in cuts {
+            for kind in ratesim::import::ConfigKind::ALL {
+                if ratesim::import::import_str(&text[..cut], &file, Some(kind)).is_err() {
+                    errors += 1;
+                }
+            }
+        }
+    }
+    assert!(errors > 0, "some cuts must be refused");
+}

@@ -298,7 +298,11 @@ fn rule(
         });
         return Ok(());
     }
-    if w[cond_at] == "unless" || terms.iter().any(|t| t[0] == "||" || t[0] == "or") {
+    if w[cond_at] == "unless"
+        || terms
+            .iter()
+            .any(|t| t.first().is_some_and(|w| w == "||" || w == "or"))
+    {
         return Err(Fault::at(
             line.number,
             "a refusal `unless` or with `||`: the haproxy preset models `deny if { \
