@@ -262,6 +262,16 @@ fn rule(
             .position(|x| x == "table")
             .and_then(|i| w.get(i + 1))
             .cloned();
+        if let Some(at) = w.iter().position(|x| x == "if" || x == "unless") {
+            warnings.push(Warning {
+                line: line.number,
+                message: format!(
+                    "{action} counts only requests matching `{}`: the scenario counts every \
+                     request",
+                    w[at..].join(" ")
+                ),
+            });
+        }
         tracks.push(Track {
             section,
             counter,
@@ -422,6 +432,61 @@ fn rate_test(term: &[String]) -> Result<(Fetch, u64), String> {
     Ok((fetch, max_requests))
 }
 
+/// The table a refusal reads and the key it is tracked by.
+fn table_and_key(
+    deny: &Deny,
+    sections: &[Section],
+    tracks: &[Track],
+) -> Result<(String, Option<String>), Fault> {
+    let here = &sections[deny.section];
+    let (table, key) = match &deny.fetch {
+        Fetch::Source(table) => (
+            table.clone().or_else(|| here.table.clone()),
+            Some("src".to_string()),
+        ),
+        Fetch::Counter(counter, table) => {
+            let table_of = |t: &Track| {
+                t.table
+                    .clone()
+                    .or_else(|| sections[t.section].table.clone())
+            };
+            let mine: Vec<&Track> = tracks
+                .iter()
+                .filter(|t| t.counter == *counter && t.section == deny.section)
+                .collect();
+            // No track rule here: one in another section (a frontend tracks, its
+            // backend refuses), provided they all fill the same table.
+            let candidates = if mine.is_empty() {
+                tracks.iter().filter(|t| t.counter == *counter).collect()
+            } else {
+                mine
+            };
+            let Some(track) = candidates.first() else {
+                return Err(Fault::at(
+                    deny.line,
+                    format!("no track-sc{counter} rule fills the counter this refusal reads"),
+                ));
+            };
+            if table.is_none() && candidates.iter().any(|t| table_of(t) != table_of(track)) {
+                return Err(Fault::at(
+                    deny.line,
+                    format!(
+                        "track-sc{counter} rules fill different tables: name the table, as \
+                         in sc_http_req_rate({counter},TABLE)"
+                    ),
+                ));
+            }
+            (
+                table.clone().or_else(|| table_of(track)),
+                Some(track.key.clone()),
+            )
+        }
+    };
+    let table =
+        table.ok_or_else(|| Fault::at(deny.line, "no stick table for this refusal's counter"))?;
+    Ok((table, key))
+}
+
 /// Matches each refusal to its table and key.
 fn resolve(
     sections: &[Section],
@@ -432,37 +497,7 @@ fn resolve(
 ) -> Parsed {
     let mut limits = Vec::new();
     for deny in denies {
-        let here = &sections[deny.section];
-        let (table_name, key) = match &deny.fetch {
-            Fetch::Source(table) => (
-                table.clone().or_else(|| here.table.clone()),
-                Some("src".to_string()),
-            ),
-            Fetch::Counter(counter, table) => {
-                let mine: Vec<&Track> = tracks
-                    .iter()
-                    .filter(|t| t.counter == *counter && t.section == deny.section)
-                    .collect();
-                let candidates = if mine.is_empty() {
-                    tracks.iter().filter(|t| t.counter == *counter).collect()
-                } else {
-                    mine
-                };
-                let Some(track) = candidates.first() else {
-                    return Err(Fault::at(
-                        deny.line,
-                        format!("no track-sc{counter} rule fills the counter this refusal reads"),
-                    ));
-                };
-                let t = table
-                    .clone()
-                    .or_else(|| track.table.clone())
-                    .or_else(|| sections[track.section].table.clone());
-                (t, Some(track.key.clone()))
-            }
-        };
-        let table_name = table_name
-            .ok_or_else(|| Fault::at(deny.line, "no stick table for this refusal's counter"))?;
+        let (table_name, key) = table_and_key(deny, sections, tracks)?;
         // A table of a `peers` section is named `PEERS/TABLE` where it is read.
         let bare = table_name.rsplit('/').next().unwrap_or(&table_name);
         let table = tables
@@ -554,6 +589,26 @@ mod tests {
         assert_eq!(l.key, Some("ip"));
         assert_eq!(l.sources[0].0, 3);
         assert_eq!(l.sources[1].0, 8);
+    }
+
+    #[test]
+    fn counters_filled_with_different_tables_elsewhere_must_be_named() {
+        let text = "frontend a\n  stick-table type ip size 1k store http_req_rate(10s)\n  \
+                    http-request track-sc0 src\nfrontend b\n  stick-table type ip size 1k \
+                    store http_req_rate(1m)\n  http-request track-sc0 src if { path_beg /x }\n\
+                    backend c\n  http-request deny if { sc_http_req_rate(0) gt 5 }\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.line, Some(8), "{e:?}");
+        assert!(e.message.contains("fill different tables"), "{e:?}");
+        let named = text.replace("sc_http_req_rate(0)", "sc_http_req_rate(0,b)");
+        let (limits, warnings) = parse(&named).unwrap();
+        assert_eq!(limits[0].window, Nanos::from_secs(60));
+        assert_eq!(warnings[0].line, 6, "{warnings:?}");
+        assert!(
+            warnings[0]
+                .message
+                .contains("counts only requests matching `if {")
+        );
     }
 
     #[test]
