@@ -1,10 +1,10 @@
 //! `ratesim import`: reading the rate limits of a real nginx, HAProxy or Envoy config
 //! and writing each one as a scenario that runs the matching preset.
 //!
-//! One parser per config kind ([`nginx`], [`haproxy`], [`envoy`] for both of Envoy's
-//! YAML kinds, over the line-keeping tree of [`yaml`]) turns the text into
+//! One parser per config kind (`nginx.rs`, `haproxy.rs`, `envoy.rs` for both of Envoy's
+//! YAML kinds, over the line-keeping tree of `yaml.rs`) turns the text into
 //! [`ImportedLimit`]s: a preset name, the scenario's `[limit]` and, for nginx, its
-//! `[preset.nginx]` table. [`scenario`] renders one as scenario TOML. Nothing here reads
+//! `[preset.nginx]` table. [`render`] writes one as scenario TOML. Nothing here reads
 //! a trace, builds a [`Scenario`](crate::sim::Scenario) or runs anything: a directive
 //! the presets cannot model is an [`ImportError`] or a [`Warning`] at its `file:line`,
 //! never a silent guess.
