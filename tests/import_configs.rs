@@ -547,3 +547,24 @@ fn no_prefix_of_any_config_read_as_any_kind_panics() {
     }
     assert!(errors > 0, "some cuts must be refused");
 }
+
+#[test]
+fn import_help_teaches_the_workflow_and_the_four_kinds() {
+    let out = ratesim(manifest(), &["import", "--help"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "Examples:",
+        "ratesim run imported.toml",
+        "limit_req_zone",
+        "sc_http_req_rate",
+        "requests_per_unit",
+        "token_bucket",
+        "file:line",
+    ] {
+        assert!(
+            help.contains(needle),
+            "import --help lacks {needle}:\n{help}"
+        );
+    }
+}

@@ -81,10 +81,9 @@ enum Command {
     /// stderr; exits 2 if any file is bad.
     #[command(after_help = validate::EXAMPLES)]
     Validate(validate::ValidateArgs),
-    /// Turn a real nginx, HAProxy or Envoy rate-limit config into scenarios that run the
-    /// matching presets (one per zone, table, descriptor or token bucket).
+    /// Turn an nginx, HAProxy or Envoy rate-limit config into scenarios of its presets.
     ///
-    /// Prints the scenario TOML on stdout (or writes <name>.toml files into --out);
+    /// One scenario per zone, stick table, descriptor or token bucket. Prints the scenario TOML on stdout (or writes <name>.toml files into --out);
     /// what cannot be modelled is an error or a warning naming file:line.
     #[command(after_help = import::EXAMPLES)]
     Import(import::ImportArgs),
