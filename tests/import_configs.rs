@@ -568,3 +568,76 @@ fn import_help_teaches_the_workflow_and_the_four_kinds() {
         );
     }
 }
+
+#[test]
+fn every_imported_scenario_loads_with_the_same_limits_once_its_preset_is_a_builtin() {
+    use ratesim::sim::Scenario;
+    use ratesim::{Registry, Rule};
+    let rule = |n: u64, w: Nanos| Rule::new(n, w).unwrap();
+    let s = Nanos::from_secs;
+    // (config, scenario, the rule written in the config, by hand)
+    let expected: [(&str, &str, Rule); 10] = [
+        ("nginx-api.conf", "api", rule(5, s(1))),
+        ("nginx-api.conf", "login", rule(30, s(60))),
+        ("haproxy.cfg", "fe_web", rule(100, s(10))),
+        ("haproxy.cfg", "st_api", rule(20, s(60))),
+        (
+            "ratelimit.yaml",
+            "edge_proxy_remote_address",
+            rule(50, s(1)),
+        ),
+        (
+            "ratelimit.yaml",
+            "edge_proxy_authenticated_false_remote_address",
+            rule(600, s(60)),
+        ),
+        (
+            "ratelimit.yaml",
+            "edge_proxy_client_id_partner-42",
+            rule(100_000, s(86_400)),
+        ),
+        (
+            "envoy-local.yaml",
+            "http_local_rate_limiter",
+            rule(10, Nanos::from_millis(500)).with_burst(100).unwrap(),
+        ),
+        (
+            "envoy-local.yaml",
+            "api_route",
+            rule(1000, s(60)).with_burst(1000).unwrap(),
+        ),
+        (
+            "envoy-local.yaml",
+            "api_route_client_id_foo",
+            rule(10, s(60)).with_burst(10).unwrap(),
+        ),
+    ];
+    for file in [
+        "nginx-api.conf",
+        "haproxy.cfg",
+        "ratelimit.yaml",
+        "envoy-local.yaml",
+    ] {
+        let (dir, got) = import_all(&config(file), &[]);
+        let mine: Vec<_> = expected.iter().filter(|e| e.0 == file).collect();
+        assert_eq!(got.len(), mine.len(), "{file}");
+        for (name, mut table) in got {
+            let (_, _, want) = mine
+                .iter()
+                .find(|e| e.1 == name)
+                .unwrap_or_else(|| panic!("{file}: unexpected scenario {name}"));
+            table.remove("preset");
+            table.insert(
+                "algorithms".into(),
+                toml::Value::Array(vec!["token_bucket".into()]),
+            );
+            let path = dir.path().join(format!("{name}.builtin.toml"));
+            fs::write(&path, toml::to_string(&table).unwrap()).unwrap();
+            let scenario = Scenario::load_with(&path, Registry::builtin())
+                .unwrap_or_else(|e| panic!("{file}: {name}: {e}"));
+            assert_eq!(scenario.rule, *want, "{file}: {name}");
+            assert!(scenario.extra_limits.is_empty(), "{file}: {name}");
+            assert_eq!(scenario.name, name);
+        }
+    }
+}
