@@ -70,6 +70,9 @@ pub mod demo;
 pub mod dense;
 #[cfg(any(feature = "cli", feature = "redis"))]
 mod fnv;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub mod import;
 pub mod limiter;
 pub mod middleware;
 mod prefetch;

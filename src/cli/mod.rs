@@ -9,6 +9,7 @@
 
 mod analysis;
 mod compare;
+mod import;
 mod nodes;
 mod run;
 mod store;
@@ -83,6 +84,12 @@ enum Command {
     /// stderr; exits 2 if any file is bad.
     #[command(after_help = validate::EXAMPLES)]
     Validate(validate::ValidateArgs),
+    /// Turn an nginx, HAProxy or Envoy rate-limit config into scenarios of its presets.
+    ///
+    /// One scenario per zone, stick table, descriptor or token bucket. Prints the scenario TOML on stdout (or writes <name>.toml files into --out);
+    /// what cannot be modelled is an error or a warning naming file:line.
+    #[command(after_help = import::EXAMPLES)]
+    Import(import::ImportArgs),
     /// List the algorithms (with their worst case in any window) and bundled scenarios.
     List,
     /// Print the seed's deterministic demo: 5 requests / 10 s on every algorithm.
@@ -178,6 +185,7 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::WorstCase(args) => analysis::worst_case(&args, registry),
         Command::Calibrate(args) => analysis::calibrate(&args, registry),
         Command::Validate(args) => validate::validate(&args.scenarios, registry),
+        Command::Import(args) => import::import(&args),
         Command::List => print(&report::render_listing(
             registry,
             bundled::SCENARIOS,
