@@ -71,6 +71,7 @@ mod fnv;
 pub mod limiter;
 pub mod middleware;
 mod prefetch;
+pub mod presets;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
@@ -86,6 +87,7 @@ pub mod store;
 mod sync;
 pub mod time;
 
+pub use algorithm::Outcome;
 pub use algorithm::{
     Algorithm, BoxedAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingWindowCounter,
     SlidingWindowLog, TokenBucket,
