@@ -18,7 +18,8 @@
 //!   behind a delayed one passes no earlier than it.
 //!
 //! A cost of `c` is `c` calls made back to back at the same instant; the answer is the
-//! instant the last of them passes.
+//! instant the last of them passes. A cost above `num` would span more than one window
+//! and is refused (`retry_after` is `None`), as for every algorithm here.
 
 use crate::algorithm::{Algorithm, Outcome};
 use crate::rule::Rule;
@@ -107,29 +108,36 @@ impl Algorithm for Tower {
         if cost == 0 {
             return Outcome::Allowed;
         }
+        if cost > self.num() {
+            return Outcome::Denied;
+        }
         let mut at = now.max(s.free_at);
-        let mut left = cost;
-        while left > 0 {
-            if s.limited {
-                // poll_ready: the sleep ended; a new window opens at this instant.
+        if s.limited {
+            // poll_ready: the sleep ended; a new window opens at this instant.
+            at = at.max(ceil_ms(s.until));
+            s.limited = false;
+            s.until = at.saturating_add(self.per());
+            s.rem = self.num();
+        }
+        if at >= s.until {
+            s.until = at.saturating_add(self.per());
+            s.rem = self.num();
+        }
+        // Calls while rem > 1 just count down; the call that finds rem == 1 closes the
+        // service. A cost of c is c calls; when the window holds fewer than c, the first
+        // calls close it and the rest open the next one.
+        if cost < s.rem {
+            s.rem -= cost;
+        } else {
+            let rest = cost - s.rem;
+            s.rem = 1;
+            s.limited = true;
+            if rest > 0 {
                 at = at.max(ceil_ms(s.until));
-                s.limited = false;
+                s.limited = rest == self.num();
                 s.until = at.saturating_add(self.per());
-                s.rem = self.num();
+                s.rem = if s.limited { 1 } else { self.num() - rest };
             }
-            if at >= s.until {
-                s.until = at.saturating_add(self.per());
-                s.rem = self.num();
-            }
-            // Calls while rem > 1 just count down; the call that finds rem == 1 closes.
-            let take = left.min(s.rem);
-            if take < s.rem {
-                s.rem -= take;
-            } else {
-                s.rem = 1;
-                s.limited = true;
-            }
-            left -= take;
         }
         s.free_at = at;
         Outcome::after(at.saturating_sub(now))
@@ -145,9 +153,10 @@ impl Algorithm for Tower {
         }
     }
 
-    /// tower never refuses: every request passes (perhaps later).
-    fn retry_after(&self, _: &TowerState, _: Nanos, _: u64) -> Option<Nanos> {
-        Some(Nanos::ZERO)
+    /// tower never refuses a call: every request passes (perhaps later), but one whose
+    /// cost exceeds `num` would need more than a window and is refused for ever.
+    fn retry_after(&self, _: &TowerState, _: Nanos, cost: u64) -> Option<Nanos> {
+        (cost <= self.num()).then_some(Nanos::ZERO)
     }
 
     fn reset_after(&self, s: &TowerState, now: Nanos) -> Nanos {
@@ -220,12 +229,22 @@ mod tests {
     #[test]
     fn a_cost_is_that_many_calls_at_once() {
         let a = tower(3, ms(10));
+        for (before, cost) in [(0, 2), (1, 3), (2, 2), (2, 3), (1, 1)] {
+            let mut s = a.new_state(Nanos::ZERO);
+            let mut t = a.new_state(Nanos::ZERO);
+            for _ in 0..before {
+                a.acquire(&mut s, ms(0), 1);
+                a.acquire(&mut t, ms(0), 1);
+            }
+            let whole = a.acquire(&mut s, ms(1), cost);
+            let last = (0..cost).map(|_| a.acquire(&mut t, ms(1), 1)).last();
+            assert_eq!(Some(whole), last, "{before} calls, then cost {cost}");
+            assert_eq!(s, t, "{before} calls, then cost {cost}");
+        }
         let mut s = a.new_state(Nanos::ZERO);
-        assert_eq!(a.acquire(&mut s, ms(0), 7), Delayed(ms(20)));
-        let mut t = a.new_state(Nanos::ZERO);
-        let last = (0..7).map(|_| a.acquire(&mut t, ms(0), 1)).last();
-        assert_eq!(last, Some(Delayed(ms(20))));
-        assert_eq!(s, t);
-        assert_eq!(a.reset_after(&s, ms(0)), ms(30));
+        assert_eq!(a.acquire(&mut s, ms(0), 4), Denied);
+        assert_eq!(a.retry_after(&s, ms(0), 4), None);
+        assert_eq!(a.acquire(&mut s, ms(0), 3), Allowed);
+        assert_eq!(a.reset_after(&s, ms(0)), ms(10));
     }
 }
