@@ -40,3 +40,59 @@ pub fn tower_entry() -> Entry {
 pub fn entries() -> Vec<Entry> {
     vec![nginx_entry(NginxParams::default()), tower_entry()]
 }
+
+#[cfg(all(test, feature = "cli"))]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use crate::sim::Scenario;
+    use std::path::Path;
+
+    const SCENARIO: &str = r#"
+name = "s"
+duration = "10s"
+algorithms = ["presets", "fixed_window"]
+[limit]
+max_requests = 5
+window = "1s"
+[[traffic]]
+kind = "uniform"
+rate = 1.0
+"#;
+
+    #[test]
+    fn the_presets_group_names_the_presets_and_all_keeps_the_six() {
+        let s = Scenario::parse(SCENARIO, Path::new("s.toml")).unwrap();
+        assert_eq!(s.algorithms, ["nginx", "tower", "fixed_window"]);
+        let all = Registry::standard().resolve(&["all"]).unwrap();
+        assert_eq!(all.len(), 6);
+        assert!(!all.iter().any(|n| n == "nginx" || n == "tower"));
+        assert_eq!(s.nginx, None);
+    }
+
+    #[test]
+    fn a_preset_nginx_table_sets_limit_req_parameters_for_the_run() {
+        let text = format!("{SCENARIO}[preset.nginx]\nburst = 3\nnodelay = true\n");
+        let s = Scenario::parse(&text, Path::new("s.toml")).unwrap();
+        let params = NginxParams {
+            burst: 3,
+            nodelay: true,
+            delay: 0,
+        };
+        assert_eq!(s.nginx, Some(params));
+        let registry = s.registry(Registry::standard());
+        let nginx = registry.create("nginx", s.rule).unwrap();
+        use crate::Algorithm;
+        assert_eq!(nginx.capacity(), 4, "burst 3 + the free first request");
+        let plain = Registry::standard().create("nginx", s.rule).unwrap();
+        assert_eq!(plain.capacity(), 1, "nginx's default burst is 0");
+    }
+
+    #[test]
+    fn an_unknown_preset_key_is_an_error_at_its_line() {
+        let text = format!("{SCENARIO}[preset.nginx]\nburts = 3\n");
+        let err = Scenario::parse(&text, Path::new("s.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("burts") && msg.contains("s.toml:12"), "{msg}");
+    }
+}
