@@ -36,6 +36,20 @@ pub fn tower_entry() -> Entry {
     .as_preset()
 }
 
+/// What a run of `scenario` should tell its user about its presets: a rule that
+/// `nginx` cannot write in its own units (`r/s`, `r/m`) and was rounded.
+#[cfg(feature = "cli")]
+pub fn notes(scenario: &crate::sim::Scenario) -> Vec<String> {
+    if !scenario.algorithms.iter().any(|a| a == "nginx") {
+        return Vec::new();
+    }
+    let params = scenario.nginx.unwrap_or_default();
+    std::iter::once(&scenario.rule)
+        .chain(&scenario.extra_limits)
+        .filter_map(|rule| Nginx::new(*rule, params).rounding_note())
+        .collect()
+}
+
 /// Every preset this module models, as registry entries, for the default registry.
 pub fn entries() -> Vec<Entry> {
     vec![nginx_entry(NginxParams::default()), tower_entry()]
@@ -86,6 +100,17 @@ rate = 1.0
         assert_eq!(nginx.capacity(), 4, "burst 3 + the free first request");
         let plain = Registry::standard().create("nginx", s.rule).unwrap();
         assert_eq!(plain.capacity(), 1, "nginx's default burst is 0");
+    }
+
+    #[test]
+    fn a_rate_nginx_cannot_write_is_rounded_and_the_run_is_told() {
+        let s = Scenario::parse(SCENARIO, Path::new("s.toml")).unwrap();
+        assert!(notes(&s).is_empty(), "5 per 1s is 5r/s");
+        let odd = SCENARIO.replace("window = \"1s\"", "window = \"13s\"");
+        let s = Scenario::parse(&odd, Path::new("s.toml")).unwrap();
+        let notes = notes(&s);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("rate=23r/m"), "{}", notes[0]);
     }
 
     #[test]
