@@ -76,6 +76,7 @@ pub mod import;
 pub mod limiter;
 pub mod middleware;
 mod prefetch;
+pub mod presets;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
@@ -94,6 +95,7 @@ pub mod time;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 
+pub use algorithm::Outcome;
 pub use algorithm::{
     Algorithm, BoxedAlgorithm, FixedWindow, Gcra, LeakyBucket, SlidingWindowCounter,
     SlidingWindowLog, TokenBucket,

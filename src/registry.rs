@@ -66,6 +66,9 @@ pub struct Entry {
     worst_case: Option<(String, Bound)>,
     uses_burst: bool,
     builtin: Option<Builtin>,
+    /// A preset (a model of a limiter people run): named on its own or by the group
+    /// `presets`, never by `all`, which keeps meaning the textbook algorithms.
+    preset: bool,
 }
 
 /// The six algorithms this crate ships, for callers that want static dispatch over
@@ -103,6 +106,7 @@ impl Entry {
             worst_case: None,
             uses_burst: false,
             builtin: None,
+            preset: false,
         }
     }
 
@@ -124,6 +128,17 @@ impl Entry {
     pub fn with_burst(mut self) -> Entry {
         self.uses_burst = true;
         self
+    }
+
+    /// Marks the entry as a preset: selected by `presets`, not by `all`.
+    pub fn as_preset(mut self) -> Entry {
+        self.preset = true;
+        self
+    }
+
+    /// Whether the entry is a preset (see [`Entry::as_preset`]).
+    pub fn is_preset(&self) -> bool {
+        self.preset
     }
 
     /// The registry name.
@@ -292,6 +307,21 @@ impl Registry {
         })
     }
 
+    /// Everything ratesim ships: the six built-ins, then the presets (models of the
+    /// limiters people run, [`crate::presets`]), shared. Scenarios, the simulator and
+    /// the CLI name algorithms in this one; `all` still means the six and `presets`
+    /// the presets.
+    pub fn standard() -> &'static Registry {
+        static STANDARD: OnceLock<Registry> = OnceLock::new();
+        STANDARD.get_or_init(|| {
+            let mut registry = Registry::builtin().clone();
+            for preset in crate::presets::entries() {
+                registry.add(preset);
+            }
+            registry
+        })
+    }
+
     /// Adds (or replaces, in place) the algorithm called `name`, with nothing known
     /// about its worst case; [`Registry::add`] takes an [`Entry`] that says more.
     pub fn register(
@@ -337,14 +367,17 @@ impl Registry {
         self.entries.iter().position(|e| e.name == name)
     }
 
-    /// Expands a list of names where `all` means every registered one, keeping order
+    /// Expands a list of names where `all` means every registered one but the presets
+    /// and `presets` every preset, keeping order
     /// and dropping repeats; an unknown name is an error that lists the known ones.
     pub fn resolve<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<String>, UnknownAlgorithm> {
         let mut out: Vec<String> = Vec::new();
         for name in names {
             let name = name.as_ref().trim();
-            let expanded: Vec<&str> = if name == "all" {
-                self.names().collect()
+            let expanded: Vec<&str> = if name == "all" || name == "presets" {
+                let presets = name == "presets";
+                let group = self.entries.iter().filter(|e| e.preset == presets);
+                group.map(|e| e.name.as_str()).collect()
             } else {
                 vec![self.entry(name)?.name.as_str()]
             };

@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::fmt;
 
-use super::Algorithm;
+use super::{Algorithm, Outcome};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -55,6 +55,8 @@ pub trait DynAlgorithm: Send + Sync {
     fn new_state(&self, now: Nanos) -> Box<dyn ErasedState>;
     /// See [`Algorithm::try_acquire`].
     fn try_acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> bool;
+    /// See [`Algorithm::acquire`].
+    fn acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> Outcome;
     /// See [`Algorithm::would_pass`].
     fn would_pass(&self, state: &dyn ErasedState, now: Nanos, cost: u64) -> bool;
     /// See [`Algorithm::remaining`].
@@ -91,6 +93,10 @@ impl<A: Algorithm> DynAlgorithm for A {
     fn try_acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> bool {
         let state = state.as_any_mut().downcast_mut().expect(FOREIGN_STATE);
         Algorithm::try_acquire(self, state, now, cost)
+    }
+    fn acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> Outcome {
+        let state = state.as_any_mut().downcast_mut().expect(FOREIGN_STATE);
+        Algorithm::acquire(self, state, now, cost)
     }
     fn would_pass(&self, state: &dyn ErasedState, now: Nanos, cost: u64) -> bool {
         Algorithm::would_pass(self, down::<A>(state), now, cost)
@@ -142,6 +148,9 @@ impl Algorithm for BoxedAlgorithm {
     }
     fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool {
         self.0.try_acquire(&mut **state, now, cost)
+    }
+    fn acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Outcome {
+        self.0.acquire(&mut **state, now, cost)
     }
     fn would_pass(&self, state: &Self::State, now: Nanos, cost: u64) -> bool {
         self.0.would_pass(&**state, now, cost)

@@ -65,6 +65,19 @@ pub trait Algorithm: Send + Sync + 'static {
     /// A denied request leaves the state's future decisions unchanged.
     fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool;
 
+    /// Checks and consumes like [`try_acquire`](Algorithm::try_acquire), and says *when*
+    /// the request passes. A policer (every built-in) answers [`Outcome::Allowed`] or
+    /// [`Outcome::Denied`], which is this default; a shaper (nginx without `nodelay`,
+    /// tower's `RateLimit`) may answer [`Outcome::Delayed`]: admitted, but it reaches the
+    /// service only `d` later. A shaper's `try_acquire` is true for both admissions.
+    fn acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Outcome {
+        if self.try_acquire(state, now, cost) {
+            Outcome::Allowed
+        } else {
+            Outcome::Denied
+        }
+    }
+
     /// Whether [`try_acquire`](Algorithm::try_acquire) would pass at `now`, without
     /// consuming anything: the same answer, on a state left as it is. The default
     /// asks a copy; an algorithm whose state is costly to copy (the sliding log)
@@ -108,6 +121,42 @@ pub trait Algorithm: Send + Sync + 'static {
     fn unpack(&self, packed: Packed) -> Self::State {
         let _ = packed;
         unreachable!("{} does not pack its states", self.name())
+    }
+}
+
+/// The answer of [`Algorithm::acquire`]: pass now, pass later, or never for this request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Admitted at the instant asked.
+    Allowed,
+    /// Admitted, but held back: the request reaches the service this much later. Always
+    /// more than zero (a zero delay is [`Outcome::Allowed`]).
+    Delayed(Nanos),
+    /// Refused; the state is as if the request had never come.
+    Denied,
+}
+
+impl Outcome {
+    /// Whether the request was admitted, now or later.
+    pub fn admitted(self) -> bool {
+        !matches!(self, Outcome::Denied)
+    }
+
+    /// How long the request is held back (zero unless [`Outcome::Delayed`]).
+    pub fn delay(self) -> Nanos {
+        match self {
+            Outcome::Delayed(d) => d,
+            _ => Nanos::ZERO,
+        }
+    }
+
+    /// `Delayed(d)`, or `Allowed` when `d` is zero.
+    pub fn after(d: Nanos) -> Outcome {
+        if d == Nanos::ZERO {
+            Outcome::Allowed
+        } else {
+            Outcome::Delayed(d)
+        }
     }
 }
 

@@ -57,6 +57,9 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
         if let Some(warning) = report::size_warning(scenario, !args.common.no_decisions) {
             eprintln!("ratesim: warning: {}: {warning}", scenario.name);
         }
+        for note in ratesim::presets::notes(scenario) {
+            eprintln!("ratesim: note: {}: {note}", scenario.name);
+        }
     }
     refuse_duplicate_names(&scenarios)?;
     let root = args

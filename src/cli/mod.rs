@@ -177,7 +177,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn dispatch(command: Command) -> Result<(), Failure> {
     // The one registry of algorithms every command names, builds and describes from.
-    let registry = Registry::builtin();
+    let registry = Registry::standard();
     match command {
         Command::Run(args) => run::run(&args, registry),
         Command::Compare(args) => compare::compare(&args, registry),

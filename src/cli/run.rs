@@ -139,6 +139,9 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
     if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
         eprintln!("ratesim: warning: {warning}");
     }
+    for note in ratesim::presets::notes(&scenario) {
+        eprintln!("ratesim: note: {note}");
+    }
     let out = match &args.out {
         Some(out) => out.clone(),
         None => Path::new("output").join(&scenario.name),

@@ -119,7 +119,8 @@ impl<S: KeyStates> Steps for Driver<'_, S> {
             .map_err(Into::into)?;
         self.janitor.touch(event.key);
         let answer = self.states.ask(&event, event.time).map_err(Into::into)?;
-        self.run.record.attempt(&event, answer.allowed);
+        let passes = event.time.saturating_add(self.states.delay());
+        self.run.record.attempt(&event, answer.allowed, passes);
         if answer.allowed {
             self.admitted(&event);
         } else {

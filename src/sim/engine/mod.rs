@@ -132,7 +132,7 @@ impl Default for RunOptions<'_> {
         RunOptions {
             threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             progress: None,
-            registry: Registry::builtin(),
+            registry: Registry::standard(),
             store: &MEMORY,
         }
     }
@@ -160,9 +160,10 @@ pub fn run(
     if scenario.algorithms.is_empty() {
         return Err(SimError::NoAlgorithms);
     }
-    dispatch::check_store(scenario, options.registry, options.store)?;
+    let registry = scenario.registry(options.registry);
+    dispatch::check_store(scenario, &registry, options.store)?;
     let threads = options.threads.clamp(1, scenario.algorithms.len());
-    let groups = threads::deal(scenario, options.registry, threads, sinks)?;
+    let groups = threads::deal(scenario, &registry, threads, sinks)?;
     let progress = Progress::new(scenario.algorithms.len(), options.progress);
     let algorithms = threads::run_groups(scenario, groups, &progress, options.store)?;
     Ok(report_of(scenario, algorithms))

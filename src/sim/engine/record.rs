@@ -4,6 +4,9 @@
 //!
 //! Recording only observes decisions already taken; it never decides one.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use super::attempt::{Answer, Event};
 use crate::sim::metrics::{BucketCursor, SeriesThinner, WindowTracker};
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, Scenario};
@@ -18,6 +21,14 @@ pub(super) struct Recording {
     series: SeriesThinner,
     /// `(key, instant, cost)` of each admission not yet counted by `tracker`.
     admitted: Vec<(u32, Nanos, u64)>,
+    /// Admissions a shaper delayed, and every admission after one while any waits:
+    /// `(instant it passes, order of admission, key, cost)`. The window counts take
+    /// them at the instant they pass, once no later decision can pass before them.
+    delayed: BinaryHeap<Reverse<(Nanos, u64, u32, u64)>>,
+    /// How many admissions went to `delayed` (ties pass in admission order).
+    delayed_order: u64,
+    /// The latest attempt's instant: nothing decided later passes before it.
+    clock: Nanos,
     timeline: Timeline,
     timeline_cursor: BucketCursor,
     /// Per key: it has seen a denial (counted once in `clients_denied`).
@@ -71,6 +82,9 @@ impl Recording {
             tracker,
             series: SeriesThinner::new(span),
             admitted: Vec::new(),
+            delayed: BinaryHeap::new(),
+            delayed_order: 0,
+            clock: Nanos::ZERO,
             timeline_cursor: BucketCursor::new(timeline.bucket),
             timeline,
             denied_keys: Vec::new(),
@@ -78,9 +92,11 @@ impl Recording {
         }
     }
 
-    /// Counts one decided attempt.
+    /// Counts one decided attempt; an admitted one reaches the service at `passes`
+    /// (its instant, unless a shaper delayed it).
     #[inline]
-    pub(super) fn attempt(&mut self, event: &Event, allowed: bool) {
+    pub(super) fn attempt(&mut self, event: &Event, allowed: bool, passes: Nanos) {
+        self.clock = self.clock.max(event.time);
         let m = &mut self.m;
         m.attempts += 1;
         if event.attempt == 0 {
@@ -90,7 +106,13 @@ impl Recording {
         self.timeline.record_in(bucket, allowed);
         if allowed {
             m.allowed += 1;
-            self.admitted.push((event.key, event.time, event.cost));
+            if passes == event.time && self.delayed.is_empty() {
+                self.admitted.push((event.key, event.time, event.cost));
+            } else {
+                self.delayed_order += 1;
+                let entry = (passes, self.delayed_order, event.key, event.cost);
+                self.delayed.push(Reverse(entry));
+            }
         } else {
             m.denied += 1;
             if event.attempt == 0 {
@@ -131,10 +153,31 @@ impl Recording {
             });
         }
         self.admitted.clear();
+        self.pass_delayed(self.clock, true);
+    }
+
+    /// Counts the delayed admissions that pass at or before `until` (`inclusive`) or
+    /// before it, in the order they pass.
+    fn pass_delayed(&mut self, until: Nanos, inclusive: bool) {
+        let keep = self.keep_series;
+        while let Some(&Reverse((at, _, key, cost))) = self.delayed.peek() {
+            if at > until || (at == until && !inclusive) {
+                break;
+            }
+            self.delayed.pop();
+            let series = &mut self.series;
+            self.tracker.admit(key, at, cost, |t, c| {
+                if keep {
+                    series.push(t, c);
+                }
+            });
+        }
     }
 
     /// The run is over: the window metrics, the series and the timeline.
-    pub(super) fn finish(self, sc: &Scenario, name: String, keys: &KeyTable) -> Outcome {
+    pub(super) fn finish(mut self, sc: &Scenario, name: String, keys: &KeyTable) -> Outcome {
+        // A request delayed past the end of the run never reached the service in it.
+        self.pass_delayed(sc.duration, false);
         let wanted = sc.chart_key.as_deref().map(|k| {
             keys.id(k)
                 .ok_or_else(|| (k.to_string(), super::chart_key::unknown_key_hint(k, keys)))

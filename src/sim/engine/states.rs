@@ -26,6 +26,12 @@ pub(super) trait KeyStates {
     /// Decides `event` at the instant `at` (checks and consumes).
     fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Self::Error>;
 
+    /// How long a shaper held back the request the last [`ask`](KeyStates::ask)
+    /// admitted (zero for every policer, and for states that do not say).
+    fn delay(&self) -> Nanos {
+        Nanos::ZERO
+    }
+
     /// The earliest instant after `now` at which the request of `cost` just denied for
     /// `key` (advertised wait `hint`) would pass, nothing else happening; `None` if it
     /// never does. Only asks: no state changes.
@@ -67,6 +73,8 @@ pub(super) struct Local<A: Algorithm> {
     pub(super) limiter: DenseLimiter<A>,
     /// Measures the heap a state owns, for algorithms whose states grow.
     heap_bytes: Option<fn(&A::State) -> usize>,
+    /// The delay of the last answer (`Algorithm::acquire`'s `Outcome::Delayed`).
+    delay: Nanos,
 }
 
 impl<A: Algorithm> Local<A> {
@@ -75,6 +83,7 @@ impl<A: Algorithm> Local<A> {
             now: Nanos::ZERO,
             limiter: DenseLimiter::new(algorithm),
             heap_bytes,
+            delay: Nanos::ZERO,
         }
     }
 
@@ -83,7 +92,17 @@ impl<A: Algorithm> Local<A> {
     /// is then read without consuming.
     #[inline]
     fn answer(&mut self, event: &Event) -> Answer {
-        match self.limiter.try_acquire_n(event.key, event.cost, self.now) {
+        let cost = event.cost;
+        let decided = crate::limiter::fits(self.limiter.algorithm(), cost).map(|()| {
+            let (d, delay) = self.limiter.with_state(event.key, self.now, |a, s, now| {
+                let outcome = a.acquire(s, now, cost);
+                let d = crate::limiter::decision(a, s, now, cost, outcome.admitted());
+                (d, outcome.delay())
+            });
+            self.delay = delay;
+            d
+        });
+        match decided {
             Ok(d) => Answer {
                 allowed: d.allowed,
                 remaining: d.remaining,
@@ -105,6 +124,11 @@ impl<A: Algorithm> KeyStates for Local<A> {
     fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Infallible> {
         self.now = at;
         Ok(self.answer(event))
+    }
+
+    #[inline]
+    fn delay(&self) -> Nanos {
+        self.delay
     }
 
     #[inline]

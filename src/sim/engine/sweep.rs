@@ -65,10 +65,11 @@ pub fn sweep(
             "a sweep keeps its states in memory; it does not run on another store".into(),
         ));
     }
+    let registry = scenario.registry(options.registry);
     let entries = scenario
         .algorithms
         .iter()
-        .map(|name| options.registry.entry(name))
+        .map(|name| registry.entry(name))
         .collect::<Result<Vec<_>, _>>()?;
     let configs: Vec<Scenario> = rules
         .iter()

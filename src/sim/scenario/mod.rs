@@ -64,6 +64,9 @@ pub struct Scenario {
     /// The client whose trailing-window count the run records for the charts (`--key`);
     /// `None` (the default): each algorithm's worst client. Not part of the TOML.
     pub chart_key: Option<String>,
+    /// `[preset.nginx]`: the `nginx` preset's `burst`, `nodelay` and `delay`; `None`:
+    /// nginx's defaults (no burst, delaying).
+    pub nginx: Option<crate::presets::NginxParams>,
 }
 
 /// One `[[traffic]]` source.
@@ -269,9 +272,10 @@ impl Rate {
 
 impl Scenario {
     /// Reads and validates the scenario at `path` (trace files are checked by
-    /// [`Scenario::validate`] and while running), naming the built-in algorithms.
+    /// [`Scenario::validate`] and while running), naming the built-in algorithms and
+    /// the presets.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        Scenario::load_with(path, Registry::builtin())
+        Scenario::load_with(path, Registry::standard())
     }
 
     /// [`Scenario::load`] where the algorithm names are those of `registry`.
@@ -288,10 +292,11 @@ impl Scenario {
         })
     }
 
-    /// Parses scenario `text`, naming the built-in algorithms; `origin` is the file it
-    /// came from, used in error messages and to resolve trace paths.
+    /// Parses scenario `text`, naming the algorithms ratesim ships (the built-ins and
+    /// the presets, [`Registry::standard`]); `origin` is the file it came from, used in
+    /// error messages and to resolve trace paths.
     pub fn parse(text: &str, origin: &Path) -> Result<Scenario, ScenarioError> {
-        Scenario::parse_with(text, origin, Registry::builtin())
+        Scenario::parse_with(text, origin, Registry::standard())
     }
 
     /// [`Scenario::parse`] where the algorithm names (and `all`) are those of
@@ -303,6 +308,19 @@ impl Scenario {
         registry: &Registry,
     ) -> Result<Scenario, ScenarioError> {
         build::build(raw::parse(text, origin)?, text, origin, registry)
+    }
+
+    /// The registry to build this scenario's algorithms from: `base`, with `nginx`
+    /// built with the scenario's `[preset.nginx]` when it has one.
+    pub fn registry<'r>(&self, base: &'r Registry) -> std::borrow::Cow<'r, Registry> {
+        match self.nginx {
+            Some(params) if base.entry("nginx").is_ok_and(|e| e.is_preset()) => {
+                let mut registry = base.clone();
+                registry.add(crate::presets::nginx_entry(params));
+                std::borrow::Cow::Owned(registry)
+            }
+            _ => std::borrow::Cow::Borrowed(base),
+        }
     }
 
     /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts

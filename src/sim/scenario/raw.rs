@@ -37,6 +37,7 @@ pub(super) struct RawScenario {
     pub(super) traffic: Spanned<Vec<RawTraffic>>,
     pub(super) client: Option<RawClient>,
     pub(super) deployment: Option<Spanned<RawDeployment>>,
+    pub(super) preset: Option<RawPresets>,
 }
 
 /// One `[limit]` table, or one of several `[[limit]]` tables.
@@ -202,6 +203,23 @@ impl<'de> Deserialize<'de> for StatusValue {
         }
         d.deserialize_any(Visit)
     }
+}
+
+/// The `[preset.NAME]` tables: a preset's own parameters where `[limit]` cannot say
+/// them (only `nginx` has any).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPresets {
+    pub(super) nginx: Option<RawNginx>,
+}
+
+/// `[preset.nginx]`: `limit_req`'s `burst=`, `nodelay` and `delay=`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNginx {
+    pub(super) burst: Option<Whole>,
+    pub(super) nodelay: Option<bool>,
+    pub(super) delay: Option<Whole>,
 }
 
 /// The `[client]` table.

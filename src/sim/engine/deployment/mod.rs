@@ -81,7 +81,7 @@ impl<A: Algorithm> Steps for DeployDriver<'_, A> {
         let node = self.router.pick(event.key, keys);
         let m = &mut self.run.record.m;
         let (answer, delay) = self.cluster.decide(&self.deployment, node, &event, m);
-        self.run.record.attempt(&event, answer.allowed);
+        self.run.record.attempt(&event, answer.allowed, event.time);
         self.nodes[node as usize].count(answer.allowed);
         let heard = Event {
             time: event.time + delay,

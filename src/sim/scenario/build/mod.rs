@@ -17,6 +17,7 @@ use toml::Spanned;
 
 use super::raw::{RawClient, RawLimit, RawScenario};
 use super::{ClientModel, Scenario, ScenarioError};
+use crate::presets::NginxParams;
 use crate::registry::Registry;
 use crate::rule::Rule;
 use crate::time::Nanos;
@@ -67,7 +68,7 @@ impl Builder<'_> {
         let rule = limits.remove(0);
         let extra_limits = limits;
         let algorithms = match &raw.algorithms {
-            None => self.registry.names().map(String::from).collect(),
+            None => self.registry.resolve(&["all"]).unwrap_or_default(),
             Some(list) => self.algorithms(list)?,
         };
         if raw.traffic.get_ref().is_empty() {
@@ -103,6 +104,11 @@ impl Builder<'_> {
             deployment,
             path: self.origin.to_path_buf(),
             chart_key: None,
+            nginx: raw.preset.and_then(|p| p.nginx).map(|n| NginxParams {
+                burst: n.burst.map_or(0, |b| b.0),
+                nodelay: n.nodelay.unwrap_or(false),
+                delay: n.delay.map_or(0, |d| d.0),
+            }),
         })
     }
 
