@@ -71,6 +71,7 @@ mod fnv;
 pub mod limiter;
 pub mod middleware;
 mod prefetch;
+pub mod presets;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;

@@ -55,7 +55,8 @@ pub struct Registry {
 /// let entry = registry.entry("twice_fixed")?;
 /// assert_eq!(entry.worst_case_formula(), Some("4N"));
 /// assert_eq!(entry.worst_case(&rule), Some(20));
-/// assert_eq!(registry.position("twice_fixed"), Some(6), "after the six built-ins");
+/// let last = registry.names().count() - 1;
+/// assert_eq!(registry.position("twice_fixed"), Some(last), "after the built-ins and presets");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
@@ -66,6 +67,7 @@ pub struct Entry {
     worst_case: Option<(String, Bound)>,
     uses_burst: bool,
     builtin: Option<Builtin>,
+    preset: bool,
 }
 
 /// The six algorithms this crate ships, for callers that want static dispatch over
@@ -103,6 +105,7 @@ impl Entry {
             worst_case: None,
             uses_burst: false,
             builtin: None,
+            preset: false,
         }
     }
 
@@ -124,6 +127,18 @@ impl Entry {
     pub fn with_burst(mut self) -> Entry {
         self.uses_burst = true;
         self
+    }
+
+    /// Marks the entry as a preset (a model of a real limiter): the group name
+    /// `presets` selects it, and `all` does not.
+    pub fn as_preset(mut self) -> Entry {
+        self.preset = true;
+        self
+    }
+
+    /// Whether the entry is a preset (see [`Entry::as_preset`]).
+    pub fn is_preset(&self) -> bool {
+        self.preset
     }
 
     /// The registry name.
@@ -214,7 +229,12 @@ impl fmt::Display for UnknownAlgorithm {
         if let Some(s) = &self.suggestion {
             write!(f, " (did you mean `{s}`?)")?;
         }
-        write!(f, "; expected one of: {}, or `all`", self.known.join(", "))
+        write!(
+            f,
+            "; expected one of: {}, or `all` or `{}`",
+            self.known.join(", "),
+            crate::presets::GROUP
+        )
     }
 }
 
@@ -244,7 +264,7 @@ impl Registry {
     pub fn builtin() -> &'static Registry {
         static BUILTIN: OnceLock<Registry> = OnceLock::new();
         BUILTIN.get_or_init(|| {
-            let entries = vec![
+            let mut entries = vec![
                 Entry::builtin_entry(
                     Builtin::TokenBucket,
                     "token_bucket",
@@ -288,6 +308,7 @@ impl Registry {
                     ("B + N - 1", Gcra::worst_case),
                 ),
             ];
+            entries.extend(crate::presets::entries());
             Registry { entries }
         })
     }
@@ -337,14 +358,17 @@ impl Registry {
         self.entries.iter().position(|e| e.name == name)
     }
 
-    /// Expands a list of names where `all` means every registered one, keeping order
-    /// and dropping repeats; an unknown name is an error that lists the known ones.
+    /// Expands a list of names where `all` means every registered one but the presets
+    /// and `presets` every preset, keeping order and dropping repeats; an unknown name
+    /// is an error that lists the known ones.
     pub fn resolve<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<String>, UnknownAlgorithm> {
         let mut out: Vec<String> = Vec::new();
         for name in names {
             let name = name.as_ref().trim();
-            let expanded: Vec<&str> = if name == "all" {
-                self.names().collect()
+            let expanded: Vec<&str> = if name == "all" || name == crate::presets::GROUP {
+                let presets = name == crate::presets::GROUP;
+                let group = self.entries.iter().filter(|e| e.preset == presets);
+                group.map(|e| e.name.as_str()).collect()
             } else {
                 vec![self.entry(name)?.name.as_str()]
             };
