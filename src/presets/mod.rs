@@ -11,8 +11,13 @@
 //! (`tests/presets_*.rs`).
 
 mod governor;
+mod limits;
 
 pub use governor::{Governor, GovernorState};
+pub use limits::{
+    LimitsCounterState, LimitsFixedWindow, LimitsLogState, LimitsMovingWindow,
+    LimitsSlidingWindowCounter, LimitsWindowState,
+};
 
 use crate::algorithm::BoxedAlgorithm;
 use crate::registry::Entry;
@@ -29,6 +34,24 @@ pub(crate) fn entries() -> Vec<Entry> {
             |r| BoxedAlgorithm::new(Governor::new(r)),
         )
         .with_burst()
+        .as_preset(),
+        Entry::new(
+            "limits_fixed_window",
+            "Python limits 5.x fixed window: starts at the key's first hit, and denied hits are counted too.",
+            |r| BoxedAlgorithm::new(LimitsFixedWindow::new(r)),
+        )
+        .as_preset(),
+        Entry::new(
+            "limits_moving_window",
+            "Python limits 5.x moving window: a log over the closed interval [t - W, t], one ns stricter.",
+            |r| BoxedAlgorithm::new(LimitsMovingWindow::new(r)),
+        )
+        .as_preset(),
+        Entry::new(
+            "limits_sliding_window_counter",
+            "Python limits 5.x counter: floor(estimate) + cost <= N; double-counts before the first window ends.",
+            |r| BoxedAlgorithm::new(LimitsSlidingWindowCounter::new(r)),
+        )
         .as_preset(),
     ]
 }
