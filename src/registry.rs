@@ -458,7 +458,8 @@ mod tests {
 
     #[test]
     fn a_close_algorithm_name_is_suggested_and_a_far_or_ambiguous_one_is_not() {
-        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        // The six built-ins: with the presets `fixed` is ambiguous (see the last test).
+        let known: Vec<String> = Registry::default().resolve(&["all"]).unwrap();
         let cases = [
             ("gcr", Some("gcra")),
             ("GCRA", Some("gcra")),
@@ -496,5 +497,20 @@ mod tests {
             Some("sliding_window_counter")
         );
         assert_eq!(closest_name("gc", &known).as_deref(), Some("gcra"));
+    }
+
+    #[test]
+    fn with_the_presets_a_name_two_entries_contain_is_not_guessed() {
+        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        assert_eq!(
+            closest_name("fixed", &known),
+            None,
+            "fixed_window or limits_…?"
+        );
+        assert_eq!(
+            closest_name("limits_moving", &known).as_deref(),
+            Some("limits_moving_window")
+        );
+        assert_eq!(closest_name("govenor", &known).as_deref(), Some("governor"));
     }
 }

@@ -359,9 +359,13 @@ impl Algorithm for LimitsSlidingWindowCounter {
         if cost > self.rule.max_requests() {
             return None;
         }
+        if cost == 0 {
+            return Some(Nanos::ZERO);
+        }
         let from = now.max(state.last);
+        let limit = self.rule.max_requests() - cost;
         Some(wait_from(
-            self.first_pass(state, from, cost),
+            self.first_at_most(state, from, limit),
             now,
             state.last,
         ))
@@ -369,29 +373,23 @@ impl Algorithm for LimitsSlidingWindowCounter {
 
     fn reset_after(&self, state: &LimitsCounterState, now: Nanos) -> Nanos {
         let from = now.max(state.last);
-        let (index, cur, prev) = self.counts(state, from);
-        if cur == 0 && prev == 0 {
-            return Nanos::ZERO;
-        }
-        let w = u128::from(self.rule.window().as_u64());
-        let clear = if cur > 0 { index + 2 } else { index + 1 };
-        wait_from(u128::from(clear) * w, now, state.last)
+        wait_from(self.first_at_most(state, from, 0), now, state.last)
     }
 }
 
 impl LimitsSlidingWindowCounter {
-    /// The first instant at or after `from` where a hit of `cost ≤ N` passes. The
-    /// estimate only falls as time passes within a window and at each boundary, so a
+    /// The first instant at or after `from` where `⌊estimate⌋ ≤ limit` (a hit of cost
+    /// `N − limit` passes; at `limit = 0` the quota is full). The estimate only falls as
+    /// time passes, within a window and at each boundary, and is 0 two windows on, so a
     /// binary search over the (at most two) windows ahead finds it exactly.
-    fn first_pass(&self, state: &LimitsCounterState, from: Nanos, cost: u64) -> u128 {
-        let n = self.rule.max_requests();
-        let passes = |t: u64| self.estimate(state, Nanos::new(t)) <= n - cost;
+    fn first_at_most(&self, state: &LimitsCounterState, from: Nanos, limit: u64) -> u128 {
+        let passes = |t: u64| self.estimate(state, Nanos::new(t)) <= limit;
         if passes(from.as_u64()) {
             return ns(from);
         }
         let w = self.rule.window().as_u64();
         let index = from.as_u64() / w;
-        let end = (index + 2).saturating_mul(w);
+        let end = index.saturating_add(2).saturating_mul(w);
         let (mut lo, mut hi) = (from.as_u64(), end);
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
