@@ -67,7 +67,13 @@ impl Builder<'_> {
         let rule = limits.remove(0);
         let extra_limits = limits;
         let algorithms = match &raw.algorithms {
-            None => self.registry.names().map(String::from).collect(),
+            // Like `all`: the built-ins, not the presets.
+            None => self
+                .registry
+                .entries()
+                .filter(|e| !e.is_preset())
+                .map(|e| e.name().to_string())
+                .collect(),
             Some(list) => self.algorithms(list)?,
         };
         if raw.traffic.get_ref().is_empty() {
