@@ -10,9 +10,11 @@
 //! Each preset is checked against the real peer in a differential test
 //! (`tests/presets_*.rs`).
 
+mod envoy;
 mod governor;
 mod limits;
 
+pub use envoy::{EnvoyRateLimit, EnvoyState};
 pub use governor::{Governor, GovernorState};
 pub use limits::{
     LimitsCounterState, LimitsFixedWindow, LimitsLogState, LimitsMovingWindow,
@@ -51,6 +53,12 @@ pub(crate) fn entries() -> Vec<Entry> {
             "limits_sliding_window_counter",
             "Python limits 5.x counter: floor(estimate) + cost <= N; double-counts before the first window ends.",
             |r| BoxedAlgorithm::new(LimitsSlidingWindowCounter::new(r)),
+        )
+        .as_preset(),
+        Entry::new(
+            "envoy",
+            "envoyproxy/ratelimit: a window of W aligned to the epoch; refused requests are counted too.",
+            |r| BoxedAlgorithm::new(EnvoyRateLimit::new(r)),
         )
         .as_preset(),
     ]
