@@ -5,9 +5,9 @@
 //! epoch: the cache key holds `now / unit · unit`, with `now` in whole seconds. Every
 //! request is counted: the hits are added to the key *before* the comparison, and the
 //! request is over the limit when the count after adding exceeds `requests_per_unit`.
-//! So a refused request still uses up the window (no per-key over-limit cache is
-//! modelled: the service's `LOCAL_CACHE_SIZE_IN_BYTES` defaults to 0). The near-limit
-//! threshold (80 %) only feeds statistics and changes no decision.
+//! So a refused request still uses up the window: once refused, everything is refused
+//! until the window ends, which is also why the service's optional over-limit cache
+//! changes no decision. The near-limit threshold (80 %) only feeds statistics.
 //!
 //! `requests_per_unit` is `N`, the unit is `W`. Envoy can only write W = 1 s, 1 min,
 //! 1 h or 1 d; other windows still run here, as the same epoch-aligned window of W.
