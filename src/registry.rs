@@ -55,7 +55,8 @@ pub struct Registry {
 /// let entry = registry.entry("twice_fixed")?;
 /// assert_eq!(entry.worst_case_formula(), Some("4N"));
 /// assert_eq!(entry.worst_case(&rule), Some(20));
-/// assert_eq!(registry.position("twice_fixed"), Some(6), "after the six built-ins");
+/// let last = registry.names().count() - 1;
+/// assert_eq!(registry.position("twice_fixed"), Some(last), "after the built-ins and presets");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
@@ -130,7 +131,8 @@ impl Entry {
         self
     }
 
-    /// Marks the entry as a preset: selected by `presets`, not by `all`.
+    /// Marks the entry as a preset (a model of a real limiter): the group name
+    /// `presets` selects it, and `all` does not.
     pub fn as_preset(mut self) -> Entry {
         self.preset = true;
         self
@@ -229,7 +231,12 @@ impl fmt::Display for UnknownAlgorithm {
         if let Some(s) = &self.suggestion {
             write!(f, " (did you mean `{s}`?)")?;
         }
-        write!(f, "; expected one of: {}, or `all`", self.known.join(", "))
+        write!(
+            f,
+            "; expected one of: {}, or `all` or `{}`",
+            self.known.join(", "),
+            crate::presets::GROUP
+        )
     }
 }
 
@@ -368,14 +375,14 @@ impl Registry {
     }
 
     /// Expands a list of names where `all` means every registered one but the presets
-    /// and `presets` every preset, keeping order
-    /// and dropping repeats; an unknown name is an error that lists the known ones.
+    /// and `presets` every preset, keeping order and dropping repeats; an unknown name
+    /// is an error that lists the known ones.
     pub fn resolve<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<String>, UnknownAlgorithm> {
         let mut out: Vec<String> = Vec::new();
         for name in names {
             let name = name.as_ref().trim();
-            let expanded: Vec<&str> = if name == "all" || name == "presets" {
-                let presets = name == "presets";
+            let expanded: Vec<&str> = if name == "all" || name == crate::presets::GROUP {
+                let presets = name == crate::presets::GROUP;
                 let group = self.entries.iter().filter(|e| e.preset == presets);
                 group.map(|e| e.name.as_str()).collect()
             } else {
@@ -467,7 +474,8 @@ mod tests {
 
     #[test]
     fn a_close_algorithm_name_is_suggested_and_a_far_or_ambiguous_one_is_not() {
-        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        // The six built-ins: with the presets `fixed` is ambiguous (see the last test).
+        let known: Vec<String> = Registry::default().resolve(&["all"]).unwrap();
         let cases = [
             ("gcr", Some("gcra")),
             ("GCRA", Some("gcra")),
@@ -505,5 +513,20 @@ mod tests {
             Some("sliding_window_counter")
         );
         assert_eq!(closest_name("gc", &known).as_deref(), Some("gcra"));
+    }
+
+    #[test]
+    fn with_the_presets_a_name_two_entries_contain_is_not_guessed() {
+        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        assert_eq!(
+            closest_name("fixed", &known),
+            None,
+            "fixed_window or limits_…?"
+        );
+        assert_eq!(
+            closest_name("limits_moving", &known).as_deref(),
+            Some("limits_moving_window")
+        );
+        assert_eq!(closest_name("govenor", &known).as_deref(), Some("governor"));
     }
 }

@@ -11,8 +11,10 @@ use ratesim::{
     Middleware, Nanos, RateLimiter, Registry, Rule,
 };
 
+/// The six textbook algorithms (`all`): these tests state their bounds and capacities;
+/// the presets are checked against their real peers in `tests/presets_*.rs`.
 fn every_algorithm() -> Vec<String> {
-    Registry::default().names().map(str::to_string).collect()
+    Registry::default().resolve(&["all"]).unwrap()
 }
 
 fn limiter(

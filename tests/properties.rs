@@ -15,6 +15,14 @@ fn worst_case(name: &str, rule: &Rule) -> u128 {
         "fixed_window" => 2 * max,
         "sliding_window_counter" => 2 * max - 1,
         "token_bucket" | "leaky_bucket" | "gcra" => burst + max - 1,
+        // A preset is held to its real peer (tests/presets_*.rs), not to a bound here.
+        other
+            if Registry::default()
+                .entry(other)
+                .is_ok_and(|e| e.is_preset()) =>
+        {
+            u128::MAX
+        }
         other => panic!("no bound for {other}"),
     }
 }
@@ -109,6 +117,11 @@ fn check_stream(algorithm: &BoxedAlgorithm, ops: &[Op]) -> Result<(), TestCaseEr
                 "step {}: passed 1 ns early",
                 i
             );
+        }
+        // limits' fixed window and Envoy's service count denied hits: that departure is
+        // what they model.
+        if !allowed && ["limits_fixed_window", "envoy"].contains(&algorithm.name()) {
+            continue;
         }
         if !allowed {
             let (r0, r1) = (

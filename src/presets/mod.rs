@@ -1,19 +1,39 @@
-//! Presets: the limiters people run, each modelled exactly as an [`Algorithm`].
+//! Presets: the rate limiters people run, modelled decision for decision.
 //!
-//! A preset is an algorithm like the built-ins: its parameters come from the scenario's
-//! rule, its math is integer, and where its peer departs from the textbook (a
-//! millisecond clock, a delay instead of a refusal) that departure is the model.
+//! A preset is an ordinary [`Algorithm`](crate::Algorithm) (exact integer math over a
+//! per-key state) whose behaviour is that of a real limiter, rounding included, rather
+//! than a textbook algorithm's: where its peer departs from the textbook (a millisecond
+//! clock, a period floored to whole nanoseconds, a delay instead of a refusal) that
+//! departure is the model. Each takes its parameters from the scenario's `[limit]`
+//! (`max_requests` N, `window` W, `burst` B) as docs/presets.md says; `nginx` also reads
+//! a scenario's `[preset.nginx]`. Presets live in [`Registry::standard`], after the six
+//! built-ins; the group name `presets` selects every preset, as `all` selects the six.
 //!
-//! [`Algorithm`]: crate::Algorithm
+//! Each preset is checked against the real peer in a differential test
+//! (`tests/preset_*.rs`, `tests/presets_*.rs`).
+//!
+//! [`Registry::standard`]: crate::Registry::standard
 
 use crate::algorithm::BoxedAlgorithm;
 use crate::registry::Entry;
 
+mod envoy;
+mod governor;
+mod limits;
 mod nginx;
 mod tower;
 
+pub use envoy::{EnvoyRateLimit, EnvoyState};
+pub use governor::{Governor, GovernorState};
+pub use limits::{
+    LimitsCounterState, LimitsFixedWindow, LimitsLogState, LimitsMovingWindow,
+    LimitsSlidingWindowCounter, LimitsWindowState,
+};
 pub use nginx::{Nginx, NginxParams, NginxRate, NginxState};
 pub use tower::{Tower, TowerState};
+
+/// The group name that selects every preset (like `all` for the built-ins).
+pub const GROUP: &str = "presets";
 
 /// The registry entry of `nginx` with `limit_req` parameters `params` (a scenario's
 /// `[preset.nginx]`; [`NginxParams::default`] without one).
@@ -50,9 +70,44 @@ pub fn notes(scenario: &crate::sim::Scenario) -> Vec<String> {
         .collect()
 }
 
-/// Every preset this module models, as registry entries, for the default registry.
-pub fn entries() -> Vec<Entry> {
-    vec![nginx_entry(NginxParams::default()), tower_entry()]
+/// Every preset, as registry entries in display order (`nginx` with its default
+/// `limit_req` parameters).
+pub(crate) fn entries() -> Vec<Entry> {
+    vec![
+        nginx_entry(NginxParams::default()),
+        tower_entry(),
+        Entry::new(
+            "governor",
+            "governor 0.10's GCRA: period floor(W/N) ns, so waits run short and a window can hold one more.",
+            |r| BoxedAlgorithm::new(Governor::new(r)),
+        )
+        .with_burst()
+        .as_preset(),
+        Entry::new(
+            "limits_fixed_window",
+            "Python limits 5.x fixed window: starts at the key's first hit, and denied hits are counted too.",
+            |r| BoxedAlgorithm::new(LimitsFixedWindow::new(r)),
+        )
+        .as_preset(),
+        Entry::new(
+            "limits_moving_window",
+            "Python limits 5.x moving window: a log over the closed interval [t - W, t], one ns stricter.",
+            |r| BoxedAlgorithm::new(LimitsMovingWindow::new(r)),
+        )
+        .as_preset(),
+        Entry::new(
+            "limits_sliding_window_counter",
+            "Python limits 5.x counter: floor(estimate) + cost <= N; double-counts before the first window ends.",
+            |r| BoxedAlgorithm::new(LimitsSlidingWindowCounter::new(r)),
+        )
+        .as_preset(),
+        Entry::new(
+            "envoy",
+            "envoyproxy/ratelimit: a window of W aligned to the epoch; refused requests are counted too.",
+            |r| BoxedAlgorithm::new(EnvoyRateLimit::new(r)),
+        )
+        .as_preset(),
+    ]
 }
 
 #[cfg(all(test, feature = "cli"))]

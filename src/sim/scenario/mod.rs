@@ -470,7 +470,7 @@ rate = 0.3
         let s = parse(MINIMAL).unwrap();
         assert_eq!(s.seed, 0);
         assert_eq!(s.client, ClientModel::Open);
-        assert_eq!(s.algorithms.len(), Registry::default().names().count());
+        assert_eq!(s.algorithms, Registry::default().resolve(&["all"]).unwrap());
         assert_eq!(s.rule.burst(), 5);
         let t = &s.traffic[0];
         assert_eq!((t.cost, t.start, t.end), (1, Nanos::ZERO, s.duration));

@@ -1,0 +1,149 @@
+//! `envoy`: the envoyproxy/ratelimit service's fixed window, as its Redis/Memcached
+//! cache decides (`fixed_cache_impl` and its base limiter).
+//!
+//! The window is the descriptor's unit (second, minute, hour, day) aligned to the Unix
+//! epoch: the cache key holds `now / unit · unit`, with `now` in whole seconds. Every
+//! request is counted: the hits are added to the key *before* the comparison, and the
+//! request is over the limit when the count after adding exceeds `requests_per_unit`.
+//! So a refused request still uses up the window: once refused, everything is refused
+//! until the window ends, which is also why the service's optional over-limit cache
+//! changes no decision. The near-limit threshold (80 %) only feeds statistics.
+//!
+//! `requests_per_unit` is `N`, the unit is `W`. Envoy can only write W = 1 s, 1 min,
+//! 1 h or 1 d; other windows still run here, as the same epoch-aligned window of W.
+
+use crate::algorithm::Algorithm;
+use crate::rule::Rule;
+use crate::time::Nanos;
+
+use super::governor::wait_from;
+
+/// envoyproxy/ratelimit's epoch-aligned fixed window that counts refused requests.
+#[derive(Debug, Clone)]
+pub struct EnvoyRateLimit {
+    rule: Rule,
+}
+
+/// Per-key state of [`EnvoyRateLimit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvoyState {
+    /// The window `⌊t / W⌋` that `count` belongs to.
+    window: u64,
+    /// Hits added in that window, refused ones included.
+    count: u64,
+    /// The latest instant seen: a backwards clock is treated as this.
+    last: Nanos,
+}
+
+impl EnvoyRateLimit {
+    /// The service's limit for `rule`: `requests_per_unit = N`, unit `W`.
+    pub fn new(rule: Rule) -> EnvoyRateLimit {
+        EnvoyRateLimit { rule }
+    }
+
+    fn index(&self, t: Nanos) -> u64 {
+        t.as_u64() / self.rule.window().as_u64()
+    }
+
+    /// The count at `now` (0 in a later window than the state's).
+    fn count(&self, state: &EnvoyState, now: Nanos) -> u64 {
+        if self.index(now.max(state.last)) == state.window {
+            state.count
+        } else {
+            0
+        }
+    }
+
+    /// The start of the window after the state's.
+    fn next_window(&self, state: &EnvoyState) -> u128 {
+        (u128::from(state.window) + 1) * u128::from(self.rule.window().as_u64())
+    }
+}
+
+impl Algorithm for EnvoyRateLimit {
+    type State = EnvoyState;
+
+    fn name(&self) -> &str {
+        "envoy"
+    }
+
+    fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    fn capacity(&self) -> u64 {
+        self.rule.max_requests()
+    }
+
+    fn new_state(&self, now: Nanos) -> EnvoyState {
+        EnvoyState {
+            window: self.index(now),
+            count: 0,
+            last: now,
+        }
+    }
+
+    fn try_acquire(&self, state: &mut EnvoyState, now: Nanos, cost: u64) -> bool {
+        let now = now.max(state.last);
+        let count = self.count(state, now);
+        *state = EnvoyState {
+            window: self.index(now),
+            count: count.saturating_add(cost),
+            last: now,
+        };
+        state.count <= self.rule.max_requests()
+    }
+
+    fn would_pass(&self, state: &EnvoyState, now: Nanos, cost: u64) -> bool {
+        self.count(state, now).saturating_add(cost) <= self.rule.max_requests()
+    }
+
+    fn remaining(&self, state: &EnvoyState, now: Nanos) -> u64 {
+        self.rule
+            .max_requests()
+            .saturating_sub(self.count(state, now))
+    }
+
+    fn retry_after(&self, state: &EnvoyState, now: Nanos, cost: u64) -> Option<Nanos> {
+        if cost > self.rule.max_requests() {
+            return None;
+        }
+        if self.would_pass(state, now, cost) {
+            return Some(Nanos::ZERO);
+        }
+        Some(wait_from(self.next_window(state), now, state.last))
+    }
+
+    fn reset_after(&self, state: &EnvoyState, now: Nanos) -> Nanos {
+        if self.count(state, now) == 0 {
+            return Nanos::ZERO;
+        }
+        wait_from(self.next_window(state), now, state.last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `requests_per_unit: 3`, `unit: second`: windows on whole seconds, refused
+    /// requests counted.
+    #[test]
+    fn windows_are_aligned_to_the_epoch_and_refused_requests_are_counted() {
+        let rule = Rule::new(3, Nanos::from_secs(1)).unwrap();
+        let e = EnvoyRateLimit::new(rule);
+        let mut s = e.new_state(Nanos::ZERO);
+        let at = |ms: u64| Nanos::from_millis(ms);
+        // A window starting at 900 ms (first request) still ends at 1 s.
+        assert!(e.try_acquire(&mut s, at(900), 2));
+        assert!(!e.try_acquire(&mut s, at(950), 2), "2 + 2 > 3");
+        assert!(
+            !e.try_acquire(&mut s, at(960), 1),
+            "the refused 2 were counted"
+        );
+        assert_eq!(e.retry_after(&s, at(960), 1), Some(at(40)));
+        assert!(e.try_acquire(&mut s, at(1_000), 3), "a new window at 1 s");
+        assert_eq!(e.retry_after(&s, at(1_000), 4), None);
+        assert_eq!(e.reset_after(&s, at(1_500)), at(500));
+    }
+}
