@@ -116,7 +116,7 @@ impl DecisionParts {
 /// What [`write_run`] writes besides the CSV/JSON files.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteOptions<'a> {
-    /// Render the three PNG charts.
+    /// Render the charts.
     pub charts: bool,
     /// The registry the run's algorithms came from: their order there picks their
     /// colours in the charts.
@@ -297,6 +297,7 @@ pub fn summary_rows(report: &RunReport) -> Vec<SummaryRow> {
                 report.rule.max_requests,
             );
             row.excess = m.excess;
+            row.clients_denied = Some(m.clients_denied);
             row.false_allow = m.false_allow;
             row.false_deny = m.false_deny;
             let judged = m.retry_after_exact + m.retry_after_too_early + m.retry_after_too_late;

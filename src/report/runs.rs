@@ -22,6 +22,12 @@ pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
         text.push_str(&run_heading(r));
         let rows = summary_rows(r);
         text.push_str(&render_summary_table(&rows, options));
+        if r.deployment.is_some() && r.algorithms.iter().any(|a| a.metrics.false_allow.is_some()) {
+            text.push_str(
+                "\nfalse allow / deny are against the global sliding log (one server seeing \
+                 every request), not the per-server sliding_window_log row.",
+            );
+        }
         if let Some(retry) = render_retry_outcomes(&rows, options) {
             text.push_str("\n\n");
             text.push_str(&retry);
@@ -29,9 +35,13 @@ pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
         text.push_str("\n\n");
     }
     if reports.len() > 1 {
-        text.push_str(
-            "Over-admission (most admitted in any window ÷ limit; the sliding log is exact):\n",
-        );
+        text.push_str(if reports.iter().any(|r| r.deployment.is_some()) {
+            "Over-admission (most admitted in any window ÷ limit; the exact reference is the \
+             global sliding log, one server seeing every request; a sliding_window_log row \
+             on several servers is one log per server):\n"
+        } else {
+            "Over-admission (most admitted in any window ÷ limit; the sliding log is exact):\n"
+        });
         text.push_str(&render_comparison(reports, options));
         text.push('\n');
     }

@@ -1,0 +1,279 @@
+//! What the reports and the help say, checked against what the runs write (issue 31:
+//! items 7, 8, 16, 17 and 19): help that counts the charts a run writes, the bundled
+//! scenarios all named in the README, one-line usage errors, the `clients_denied`
+//! column, and the global sliding log named as the reference in a deployment.
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `ratesim args` in `dir`, asserting success; returns stdout.
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = Command::cargo_bin("ratesim")
+        .unwrap()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ratesim {args:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn scenario(name: &str) -> String {
+    repo()
+        .join("scenarios")
+        .join(format!("{name}.toml"))
+        .display()
+        .to_string()
+}
+
+fn files_with(dir: &Path, ext: &str) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(ext))
+        .collect();
+    names.sort();
+    names
+}
+
+const COUNT_WORDS: [&str; 7] = ["one", "two", "three", "four", "five", "six", "seven"];
+
+#[test]
+fn run_help_names_every_chart_a_run_writes_and_counts_them_right() {
+    let t = tempfile::tempdir().unwrap();
+    ok(t.path(), &["run", &scenario("burst"), "--out", "o", "-q"]);
+    let pngs = files_with(&t.path().join("o"), ".png");
+    assert!(!pngs.is_empty());
+    let help = ok(t.path(), &["run", "--help"]).replace('\n', " ");
+    let count = COUNT_WORDS[pngs.len() - 1];
+    assert!(
+        help.contains(&format!("{count} PNG charts")),
+        "run writes {pngs:?}; --help says:\n{help}"
+    );
+    for png in &pngs {
+        let stem = png.trim_end_matches(".png");
+        assert!(help.contains(stem), "--help does not name {png}:\n{help}");
+    }
+}
+
+#[test]
+fn the_readme_lists_every_bundled_scenario_and_gif_on_compare() {
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme.find("Bundled in `scenarios/`").expect("the list");
+    let list = &readme[start..start + readme[start..].find("\n\n").unwrap()];
+    for (file, _) in ratesim::bundled::SCENARIOS {
+        let name = file.trim_end_matches(".toml");
+        assert!(
+            list.contains(&format!("`{name}`")),
+            "README's list omits {name}:\n{list}"
+        );
+    }
+    assert!(readme.contains("| `--gif` | off | (`run`, `compare`)"));
+    assert!(!readme.contains("the seed's deterministic demo"));
+    let t = tempfile::tempdir().unwrap();
+    let demo = ok(t.path(), &["--help"]);
+    assert!(!demo.contains("seed's demo"), "{demo}");
+    // --gif does work on compare, as the README now says.
+    ok(
+        t.path(),
+        &[
+            "compare",
+            "--scenario",
+            &scenario("burst"),
+            "--gif",
+            "--out",
+            "c",
+            "-q",
+        ],
+    );
+    assert!(t.path().join("c/burst/window_slide.gif").is_file());
+}
+
+#[test]
+fn usage_errors_are_one_line_starting_ratesim_error() {
+    let t = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 4] = [
+        &["run", "--limt", "3", "x.toml"],
+        &["frob"],
+        &["run"],
+        &["run", "x.toml", "--limit", "abc"],
+    ];
+    for args in cases {
+        let out = Command::cargo_bin("ratesim")
+            .unwrap()
+            .current_dir(t.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("ratesim: error: "), "{args:?}: {stderr}");
+    }
+    let out = Command::cargo_bin("ratesim")
+        .unwrap()
+        .args(["run", "--limt", "3", "x.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("'--limit'"), "the tip is kept: {stderr}");
+    assert!(stderr.contains("usage: ratesim run"), "{stderr}");
+}
+
+/// The value of `column` in each row of a CSV, by algorithm.
+fn csv_column(path: &Path, column: &str) -> Vec<(String, String)> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let at = headers.iter().position(|h| h == column).unwrap();
+    let algo = headers.iter().position(|h| h == "algorithm").unwrap();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[algo].to_string(), r[at].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_run_table_and_report_show_clients_denied_from_summary_csv() {
+    let t = tempfile::tempdir().unwrap();
+    let stdout = ok(
+        t.path(),
+        &[
+            "run",
+            &scenario("zipf_keys"),
+            "--out",
+            "o",
+            "-q",
+            "--no-decisions",
+        ],
+    );
+    let html = fs::read_to_string(t.path().join("o/report.html")).unwrap();
+    assert!(stdout.contains("clients"), "{stdout}");
+    assert!(html.contains("<th>clients denied</th>"));
+    let rows = csv_column(&t.path().join("o/summary.csv"), "clients_denied");
+    let denied = csv_column(&t.path().join("o/summary.csv"), "denied");
+    for ((algo, clients), (_, requests)) in rows.iter().zip(&denied) {
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(&format!(" {algo} ")))
+            .unwrap_or_else(|| panic!("no row for {algo}:\n{stdout}"));
+        let cells: Vec<&str> = line
+            .split(['│', '┆'])
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        // algorithm, allowed, denied, clients denied, ...
+        assert_eq!(cells[2], requests, "{line}");
+        assert_eq!(cells[3], clients, "{line}");
+        let row = format!("<tr><td>{algo}</td>");
+        let at = html.find(&row).unwrap();
+        let tr = &html[at..at + html[at..].find("</tr>").unwrap()];
+        assert!(
+            tr.contains(&format!("<td>{requests}</td><td>{clients}</td>")),
+            "{tr}"
+        );
+    }
+}
+
+#[test]
+fn a_deployment_names_the_global_sliding_log_as_the_reference() {
+    let t = tempfile::tempdir().unwrap();
+    let stdout = ok(
+        t.path(),
+        &[
+            "run",
+            &scenario("nodes_synced"),
+            "--out",
+            "o",
+            "-q",
+            "--no-decisions",
+        ],
+    );
+    let html = fs::read_to_string(t.path().join("o/report.html")).unwrap();
+    assert!(!html.contains("the exact reference the others are compared with"));
+    assert!(html.contains("global sliding log (one server seeing every request)"));
+    assert!(
+        stdout.contains("global sliding log (one server seeing"),
+        "{stdout}"
+    );
+    let nodes = ok(
+        t.path(),
+        &[
+            "compare",
+            "--nodes",
+            "1,2",
+            "--scenario",
+            &scenario("nodes_synced"),
+            "--out",
+            "n",
+            "-q",
+            "--no-decisions",
+            "--no-charts",
+        ],
+    );
+    assert!(!nodes.contains("the sliding log is exact"), "{nodes}");
+    assert!(
+        nodes.contains("the exact reference is the global sliding log"),
+        "{nodes}"
+    );
+    // Without a deployment the sliding log is the reference, as before.
+    ok(
+        t.path(),
+        &[
+            "run",
+            &scenario("burst"),
+            "--out",
+            "b",
+            "-q",
+            "--no-decisions",
+        ],
+    );
+    let html = fs::read_to_string(t.path().join("b/report.html")).unwrap();
+    assert!(html.contains("the exact reference the others are compared with"));
+}
+
+#[test]
+fn nodes_split_sticky_describes_the_load_nodes_csv_shows() {
+    let text = fs::read_to_string(scenario("nodes_split_sticky")).unwrap();
+    assert!(!text.contains("idle"), "{text}");
+    let t = tempfile::tempdir().unwrap();
+    ok(
+        t.path(),
+        &[
+            "run",
+            &scenario("nodes_split_sticky"),
+            "--out",
+            "o",
+            "-q",
+            "--no-decisions",
+        ],
+    );
+    let mut reader = csv::Reader::from_path(t.path().join("o/nodes.csv")).unwrap();
+    let mut attempts = [0u64; 4];
+    for r in reader.records() {
+        let r = r.unwrap();
+        if &r[0] == "token_bucket" {
+            attempts[r[1].parse::<usize>().unwrap()] = r[3].parse().unwrap();
+        }
+    }
+    // "servers 0 and 3 each get two of the six clients (about 120 attempts), servers 1
+    // and 2 one each": every server busy, 0 and 3 the busiest.
+    assert!(attempts.iter().all(|&a| a > 0), "{attempts:?}");
+    assert!(
+        attempts[0].min(attempts[3]) > attempts[1].max(attempts[2]),
+        "{attempts:?}"
+    );
+    assert!(text.contains("servers 0 and 3 each get two of the six clients"));
+}
