@@ -485,12 +485,21 @@ fn compare_writes_under_output_compare_with_its_matrix() {
     let matrix =
         fs::read_to_string(t.path().join("output/compare/over_admission_matrix.csv")).unwrap();
     let lines: Vec<&str> = matrix.lines().collect();
-    assert_eq!(lines[0], "algorithm,uniform,poisson,burst", "{matrix}");
-    assert!(
-        lines[1].starts_with("fixed_window,") && lines[1].ends_with(",2.0"),
+    // Long form: one row per scenario and algorithm (no deployment: `nodes` empty).
+    assert_eq!(
+        lines[0], "scenario,nodes,algorithm,over_admission",
         "{matrix}"
     );
-    assert_eq!(lines[2], "sliding_window_log,1.0,1.0,1.0", "{matrix}");
+    assert_eq!(lines.len(), 7, "{matrix}");
+    assert!(lines[1].starts_with("uniform,,fixed_window,"), "{matrix}");
+    for (i, scenario) in ["uniform", "poisson", "burst"].iter().enumerate() {
+        assert_eq!(
+            lines[2 + 2 * i],
+            format!("{scenario},,sliding_window_log,1.0"),
+            "{matrix}"
+        );
+    }
+    assert_eq!(lines[5], "burst,,fixed_window,2.0", "{matrix}");
     assert!(
         !t.path()
             .join("output/compare/over_admission_matrix.png")

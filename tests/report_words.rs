@@ -277,3 +277,41 @@ fn nodes_split_sticky_describes_the_load_nodes_csv_shows() {
     );
     assert!(text.contains("servers 0 and 3 each get two of the six clients"));
 }
+
+#[test]
+fn the_matrix_csv_is_long_with_the_servers_of_each_scenario() {
+    let t = tempfile::tempdir().unwrap();
+    ok(
+        t.path(),
+        &[
+            "compare",
+            "--scenario",
+            &scenario("burst"),
+            "--scenario",
+            &scenario("nodes_synced"),
+            "--algos",
+            "fixed_window,gcra",
+            "--out",
+            "c",
+            "-q",
+            "--no-decisions",
+            "--no-charts",
+        ],
+    );
+    let matrix = fs::read_to_string(t.path().join("c/over_admission_matrix.csv")).unwrap();
+    let lines: Vec<&str> = matrix.lines().collect();
+    assert_eq!(lines[0], "scenario,nodes,algorithm,over_admission");
+    assert_eq!(lines.len(), 5, "{matrix}");
+    // Each row is that run's summary.csv over_admission, with its number of servers.
+    for line in &lines[1..] {
+        let cells: Vec<&str> = line.split(',').collect();
+        let nodes = if cells[0] == "nodes_synced" { "4" } else { "" };
+        assert_eq!(cells[1], nodes, "{line}");
+        let summary = csv_column(
+            &t.path().join("c").join(cells[0]).join("summary.csv"),
+            "over_admission",
+        );
+        let (_, ratio) = summary.iter().find(|(a, _)| a == cells[2]).unwrap();
+        assert_eq!(cells[3], ratio, "{line}");
+    }
+}
