@@ -270,6 +270,14 @@ pub(super) fn source_of(path: &Path) -> Result<ScenarioSource, Failure> {
     Ok(ScenarioSource::new(path.display().to_string(), &bytes))
 }
 
+/// Notes on stderr each of `names` in `dir` an earlier run left and this one did not
+/// write (`written`): the one rule of [`report::stale`] for every command.
+pub(super) fn note_stale(dir: &Path, names: &[&str], written: &[PathBuf]) {
+    for path in report::stale::stale_files(dir, names, written) {
+        eprintln!("{}", report::stale::stale_note(&path));
+    }
+}
+
 /// Lists the files written on stderr (unless `quiet`), then notes any output file in
 /// `out` this run did not write.
 fn list_written(out: &Path, written: &[PathBuf], quiet: bool) {
@@ -282,11 +290,7 @@ fn list_written(out: &Path, written: &[PathBuf], quiet: bool) {
     // Files an earlier run left here (say, charts before this --no-charts run) would
     // otherwise pass for this run's results.
     for path in report::stale_outputs(out, written) {
-        let _ = writeln!(
-            err,
-            "note: {} is from an earlier run (this run did not write it)",
-            path.display()
-        );
+        let _ = writeln!(err, "{}", report::stale::stale_note(&path));
     }
 }
 

@@ -220,15 +220,10 @@ fn write_charts(
 
 /// The files a run writes into its output directory that are in `dir` but were not
 /// written by this run (`written`): left from an earlier run with other options, such
-/// as the charts kept after a `--no-charts` run. Listed so the caller can say so; never
-/// deleted.
+/// as the charts kept after a `--no-charts` run, or the PNGs beside this run's SVGs.
+/// Listed so the caller can say so; never deleted. See [`super::stale`].
 pub fn stale_outputs(dir: &Path, written: &[PathBuf]) -> Vec<PathBuf> {
-    super::OUTPUT_FILES
-        .iter()
-        .filter(|&&name| !written.iter().any(|w| w.file_name() == Some(name.as_ref())))
-        .map(|name| dir.join(name))
-        .filter(|path| path.is_file())
-        .collect()
+    super::stale::stale_files(dir, &super::OUTPUT_FILES, written)
 }
 
 fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, OutputError> {
