@@ -735,7 +735,16 @@ fn run_warns_about_an_enormous_run_before_starting_it() {
     ] {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ratesim"))
             .current_dir(t.path())
-            .args(["run", "big.toml", "--out", "o", "--quiet", "--no-charts"])
+            // --force: a 36 PB decisions.csv is otherwise refused (tests/report_words.rs).
+            .args([
+                "run",
+                "big.toml",
+                "--out",
+                "o",
+                "--quiet",
+                "--no-charts",
+                "--force",
+            ])
             .args(extra)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -1018,7 +1027,7 @@ fn a_killed_run_leaves_no_complete_looking_output_file() {
     t.write("long.toml", scenario);
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ratesim"))
         .current_dir(t.path())
-        .args(["run", "long.toml", "--out", "out", "--quiet"])
+        .args(["run", "long.toml", "--out", "out", "--quiet", "--force"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

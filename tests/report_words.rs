@@ -315,3 +315,61 @@ fn the_matrix_csv_is_long_with_the_servers_of_each_scenario() {
         assert_eq!(cells[3], ratio, "{line}");
     }
 }
+
+/// Issue 31 item 14: a century-long scenario's decisions.csv (petabytes) is refused
+/// before anything is written, unless --no-decisions or --force.
+#[test]
+fn a_run_whose_decisions_csv_cannot_fit_is_refused_before_it_starts() {
+    let t = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(scenario("uniform"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.starts_with("duration") {
+                "duration = \"36500d\""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    fs::write(t.path().join("century.toml"), text).unwrap();
+    for args in [
+        &["run", "century.toml", "--out", "o"][..],
+        &["compare", "--scenario", "century.toml", "--out", "c"][..],
+        &[
+            "compare",
+            "--nodes",
+            "1,2",
+            "--scenario",
+            "century.toml",
+            "--out",
+            "n",
+        ][..],
+    ] {
+        let out = Command::cargo_bin("ratesim")
+            .unwrap()
+            .current_dir(t.path())
+            .args(args)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let error = stderr
+            .lines()
+            .find(|l| l.starts_with("ratesim: error: "))
+            .unwrap_or_else(|| panic!("{args:?}: {stderr}"));
+        assert!(error.contains("decisions.csv would be about"), "{error}");
+        assert!(error.contains("--force"), "{error}");
+        for dir in ["o", "c", "n"] {
+            assert!(!t.path().join(dir).exists(), "{args:?} wrote {dir}");
+        }
+    }
+    let out = Command::cargo_bin("ratesim")
+        .unwrap()
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--force"));
+}

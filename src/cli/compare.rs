@@ -64,6 +64,9 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
         .clone()
         .unwrap_or_else(|| Path::new("output").join("compare"));
     let mut reports = Vec::new();
+    for scenario in &scenarios {
+        super::run::refuse_oversized(scenario, &root.join(&scenario.name), &args.common)?;
+    }
     for (scenario, source) in scenarios.iter().zip(sources) {
         let out = root.join(&scenario.name);
         reports.push(simulate(scenario, &out, &args.common, registry, source)?);

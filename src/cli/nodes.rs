@@ -46,6 +46,9 @@ pub(super) fn compare_nodes(
         .out
         .clone()
         .unwrap_or_else(|| Path::new("output").join("compare"));
+    for (_, scenario) in &variants {
+        super::run::refuse_oversized(scenario, &root.join(&scenario.name), &args.common)?;
+    }
     let mut runs = Vec::new();
     for (n, scenario) in &variants {
         let out = root.join(&scenario.name);

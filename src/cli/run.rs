@@ -97,6 +97,10 @@ pub(super) struct Common {
     /// No progress bar and no list of written files (the summary still prints).
     #[arg(long, short)]
     pub(super) quiet: bool,
+    /// Run even when decisions.csv is estimated larger than the free space of the
+    /// output's disk or 100 GB (without it such a run is refused before it starts).
+    #[arg(long)]
+    pub(super) force: bool,
     /// Worker threads (algorithms run in parallel) [default: all cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
@@ -140,9 +144,27 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
         Some(out) => out.clone(),
         None => Path::new("output").join(&scenario.name),
     };
+    refuse_oversized(&scenario, &out, &args.common)?;
     let source = source_of(&args.scenario)?;
     let report = simulate(&scenario, &out, &args.common, registry, source)?;
     print_summary(&[report], args.common.format)
+}
+
+/// Refuses, before anything is written, a run whose decisions.csv would not fit the
+/// output's disk or the sane bound, unless `--force` or `--no-decisions`.
+pub(super) fn refuse_oversized(
+    scenario: &Scenario,
+    out: &Path,
+    common: &Common,
+) -> Result<(), Failure> {
+    if common.force {
+        return Ok(());
+    }
+    let free = report::free_bytes(out);
+    match report::size_refusal(scenario, !common.no_decisions, free) {
+        Some(why) => Err(input(anyhow::anyhow!("{}: {why}", scenario.name))),
+        None => Ok(()),
+    }
 }
 
 /// Applies `--limit`, `--seed` and `--algos` to a loaded scenario (`built_in`: one of

@@ -123,9 +123,10 @@ pub use nodes::{
     write_nodes_comparison,
 };
 pub use output::{
-    AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files, write_text,
+    AtomicFile, OutputError, TempPath, free_bytes, prepare_output_dir, remove_temporary_files,
+    write_text,
 };
-pub use preflight::{short_run_warning, size_warning, validation_summary};
+pub use preflight::{short_run_warning, size_refusal, size_warning, validation_summary};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
 pub use runs::{
