@@ -373,3 +373,53 @@ fn a_run_whose_decisions_csv_cannot_fit_is_refused_before_it_starts() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("--force"));
 }
+
+/// Issue 31 item 5 (in part): report.html says in one sentence why the fixed window
+/// over-admits, when it does, and says nothing of the kind when it does not.
+#[test]
+fn report_html_says_why_the_fixed_window_over_admits() {
+    let t = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for name in ["burst", "uniform", "nodes_split_sticky"] {
+        ok(
+            t.path(),
+            &[
+                "run",
+                &scenario(name),
+                "--out",
+                name,
+                "-q",
+                "--no-decisions",
+                "--no-charts",
+            ],
+        );
+        let html = fs::read_to_string(t.path().join(name).join("report.html")).unwrap();
+        let said = html.contains("resets that count to 0 at each boundary");
+        let summary = csv_column(&t.path().join(name).join("summary.csv"), "over_admission");
+        let fixed = summary.iter().find(|(a, _)| a == "fixed_window").unwrap();
+        let over = fixed.1.parse::<f64>().unwrap() > 1.0;
+        assert_eq!(said, over, "{name}: over-admission {}", fixed.1);
+        seen.push(over);
+    }
+    assert!(seen.contains(&true) && seen.contains(&false), "{seen:?}");
+}
+
+/// Issue 31 item 5 (in part): the boundary zoom has a y-axis title (read from its SVG).
+#[test]
+fn the_boundary_zoom_names_its_count_axis() {
+    let t = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        &scenario("burst"),
+        "--out",
+        "o",
+        "-q",
+        "--chart-format",
+        "svg",
+    ];
+    ok(t.path(), &args);
+    let svg = fs::read_to_string(t.path().join("o/timeline_zoom.svg")).unwrap();
+    // plotters' SVG puts each text on its own line between the tags.
+    let titles = svg.lines().filter(|l| l.trim() == "in window").count();
+    assert!(titles >= 1, "no y-axis title in the zoom");
+}

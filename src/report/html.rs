@@ -108,7 +108,11 @@ pub fn render_html(
         let (name, rest) = sentence.split_once(": ").unwrap_or(("", sentence));
         let _ = writeln!(page, "<li><b>{}</b>: {}</li>", escape(name), escape(rest));
     }
-    page.push_str("</ul>\n<h2>Charts</h2>\n");
+    page.push_str("</ul>\n");
+    if let Some(cause) = fixed_window_cause(report) {
+        let _ = writeln!(page, "<p class=\"cause\">{}</p>", escape(&cause));
+    }
+    page.push_str("<h2>Charts</h2>\n");
     if figures.is_empty() {
         page.push_str("<p>No charts: this run was made with --no-charts.</p>\n");
     }
@@ -255,6 +259,25 @@ fn sentence(
         format_ratio(m.over_admission),
         m.excess
     )
+}
+
+/// One sentence of why, when the fixed window let more than the limit into one
+/// window: its counter belongs to a calendar window and restarts at 0 on each boundary.
+fn fixed_window_cause(report: &RunReport) -> Option<String> {
+    let fixed = report
+        .algorithms
+        .iter()
+        .find(|a| a.name == "fixed_window")?;
+    let limit = report.rule.max_requests;
+    (fixed.metrics.max_in_window > limit).then(|| {
+        let window = report.rule.window.to_decimal_secs();
+        format!(
+            "Why the fixed window exceeds its limit: it counts only inside its own \
+             {window} s window and resets that count to 0 at each boundary, so a client can \
+             spend the limit of {limit} just before a boundary and {limit} again just after \
+             it — up to twice the limit in one {window} s span."
+        )
+    })
 }
 
 /// How the algorithm's decisions compare with the exact sliding log's on the same
