@@ -423,3 +423,40 @@ fn the_boundary_zoom_names_its_count_axis() {
     let titles = svg.lines().filter(|l| l.trim() == "in window").count();
     assert!(titles >= 1, "no y-axis title in the zoom");
 }
+
+/// Issue 31 item 4: over_admission_vs_nodes draws every algorithm in a panel of its own
+/// (equal lines used to hide one another): with three identical series, each name is a
+/// legend entry and a panel title.
+#[test]
+fn every_algorithm_has_its_own_panel_in_over_admission_vs_nodes() {
+    use plotters::prelude::*;
+    use ratesim::report::charts::{NodesChart, NodesSeries, draw_nodes};
+    ratesim::report::register_fonts().unwrap();
+    let names = [
+        "fixed_window",
+        "sliding_window_log",
+        "sliding_window_counter",
+    ];
+    let input = NodesChart {
+        title: "equal lines".to_string(),
+        series: names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| NodesSeries {
+                algorithm: name.to_string(),
+                color_slot: i + 2,
+                points: vec![(1, 1.0), (2, 2.0), (4, 4.0)],
+            })
+            .collect(),
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1200, 700)).into_drawing_area();
+        draw_nodes(&input, &root).unwrap();
+        root.present().unwrap();
+    }
+    for name in names {
+        let texts = svg.lines().filter(|l| l.trim() == name).count();
+        assert_eq!(texts, 2, "{name}: a legend entry and a panel title");
+    }
+}
