@@ -460,3 +460,28 @@ fn every_algorithm_has_its_own_panel_in_over_admission_vs_nodes() {
         assert_eq!(texts, 2, "{name}: a legend entry and a panel title");
     }
 }
+
+/// Issue 31 item 5 (in part): window_counts.png names its peak circles in a legend and
+/// titles its count axis (read from the SVG).
+#[test]
+fn window_counts_has_a_legend_for_its_peak_circles_and_a_count_axis_title() {
+    let t = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        &scenario("burst"),
+        "--out",
+        "o",
+        "-q",
+        "--no-decisions",
+        "--chart-format",
+        "svg",
+    ];
+    ok(t.path(), &args);
+    let svg = fs::read_to_string(t.path().join("o/window_counts.svg")).unwrap();
+    let texts: Vec<&str> = svg.lines().map(str::trim).collect();
+    assert!(
+        texts.contains(&"peak (the most in one window)"),
+        "no legend"
+    );
+    assert!(texts.contains(&"admitted in the window"), "no y-axis title");
+}
