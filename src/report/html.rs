@@ -271,11 +271,19 @@ fn fixed_window_cause(report: &RunReport) -> Option<String> {
     let limit = report.rule.max_requests;
     (fixed.metrics.max_in_window > limit).then(|| {
         let window = report.rule.window.to_decimal_secs();
+        let servers = match &report.deployment {
+            Some(d) if d.nodes > 1 => format!(
+                " Here each of the {} servers does this with the count it knows, so the \
+                 total can go higher still.",
+                d.nodes
+            ),
+            _ => String::new(),
+        };
         format!(
             "Why the fixed window exceeds its limit: it counts only inside its own \
              {window} s window and resets that count to 0 at each boundary, so a client can \
              spend the limit of {limit} just before a boundary and {limit} again just after \
-             it — up to twice the limit in one {window} s span."
+             it — up to twice the limit in one {window} s span.{servers}"
         )
     })
 }
