@@ -279,6 +279,11 @@ pub fn free_bytes(dir: &Path) -> Option<u128> {
     #[cfg(unix)]
     {
         let stat = rustix::fs::statvfs(at).ok()?;
+        // A pseudo filesystem (/proc, /sys) has no blocks at all: its free space says
+        // nothing, and writing there fails later with a clearer error about --out.
+        if stat.f_blocks == 0 {
+            return None;
+        }
         Some(u128::from(stat.f_bavail) * u128::from(stat.f_frsize))
     }
     #[cfg(not(unix))]
