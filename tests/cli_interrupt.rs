@@ -34,7 +34,15 @@ fn interrupt_mid_write(signal: &str) {
     std::fs::write(&scenario, ENDLESS).unwrap();
     let out = dir.path().join("out");
     let child = Command::new(assert_cmd::cargo::cargo_bin("ratesim"))
-        .args(["run", "--quiet", "--no-charts", "--threads", "2", "--out"])
+        .args([
+            "run",
+            "--quiet",
+            "--no-charts",
+            "--force",
+            "--threads",
+            "2",
+            "--out",
+        ])
         .arg(&out)
         .arg(&scenario)
         .stdout(Stdio::null())

@@ -182,7 +182,7 @@ mod cli {
         let sweep = fs::read_to_string(t.path().join("s/sweep.csv")).unwrap();
         let mut lines = sweep.lines();
         let header = lines.next().unwrap();
-        assert!(header.starts_with("max_requests,window,burst,algorithm,requests,"));
+        assert!(header.starts_with("max_requests,window,window_ns,burst,algorithm,requests,"));
         let rows: Vec<&str> = lines.collect();
         assert_eq!(rows.len(), 2 * 2 * 2 * 3, "{sweep}");
         for (limit, burst, algo) in [
@@ -191,7 +191,13 @@ mod cli {
             ("50/10s", "300", "gcra"),
         ] {
             let (max, window) = limit.split_once('/').unwrap();
-            let prefix = format!("{max},{window},{burst},{algo},");
+            // `window_ns` is the window in nanoseconds, as `limit_window_ns` is.
+            let ns = match window {
+                "10s" => 10_000_000_000u64,
+                "1m" => 60_000_000_000,
+                _ => unreachable!(),
+            };
+            let prefix = format!("{max},{window},{ns},{burst},{algo},");
             let row = rows
                 .iter()
                 .find(|r| r.starts_with(&prefix))
@@ -218,7 +224,7 @@ mod cli {
             let summary = fs::read_to_string(t.path().join(&out).join("summary.csv")).unwrap();
             let (summary_header, summary_row) = summary.trim_end().split_once('\n').unwrap();
             assert_eq!(
-                &header["max_requests,window,burst,".len()..],
+                &header["max_requests,window,window_ns,burst,".len()..],
                 summary_header
             );
             assert_eq!(

@@ -13,7 +13,7 @@ use ratesim::report::charts::{AnyChart, render_chart};
 use ratesim::sim::Scenario;
 use ratesim::{Registry, bundled, report};
 
-use super::run::{Common, apply_overrides, print_summary, simulate, source_of};
+use super::run::{Common, apply_overrides, note_stale, print_summary, simulate, source_of};
 use super::{Failure, input};
 
 pub(super) const EXAMPLES: &str = "Examples:
@@ -67,6 +67,9 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
         .clone()
         .unwrap_or_else(|| Path::new("output").join("compare"));
     let mut reports = Vec::new();
+    for scenario in &scenarios {
+        super::run::refuse_oversized(scenario, &root.join(&scenario.name), &args.common)?;
+    }
     for (scenario, source) in scenarios.iter().zip(sources) {
         let out = root.join(&scenario.name);
         reports.push(simulate(scenario, &out, &args.common, registry, source)?);
@@ -83,10 +86,15 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
         written.push(drawn.context("cannot draw the matrix")?);
     }
     if !args.common.quiet {
-        for path in written {
+        for path in &written {
             eprintln!("wrote {}", path.display());
         }
     }
+    let matrix_files = [
+        report::OVER_ADMISSION_MATRIX_CSV,
+        report::OVER_ADMISSION_MATRIX_PNG,
+    ];
+    note_stale(&root, &matrix_files, &written);
     print_summary(&reports, args.common.format)
 }
 

@@ -46,8 +46,9 @@ struct Cli {
 enum Command {
     /// Simulate one scenario file and write tables, CSVs and charts.
     ///
-    /// Writes decisions.csv, window_counts.csv, summary.csv, summary.json and three PNG
-    /// charts to output/<scenario>/ (or --out), and prints the summary on stdout.
+    /// Writes decisions.csv, window_counts.csv, summary.csv, summary.json, four PNG
+    /// charts (timeline, timeline_zoom, window_counts, over_admission) and report.html
+    /// to output/<scenario>/ (or --out), and prints the summary on stdout.
     #[command(after_help = run::EXAMPLES)]
     Run(run::RunArgs),
     /// Run several scenarios and compare the algorithms' over-admission side by side.
@@ -92,7 +93,7 @@ enum Command {
     Import(import::ImportArgs),
     /// List the algorithms (with their worst case in any window) and bundled scenarios.
     List,
-    /// Print the seed's deterministic demo: 5 requests / 10 s on every algorithm.
+    /// Print the original design's deterministic demo: 5 requests / 10 s on every algorithm.
     Demo,
 }
 
@@ -131,9 +132,15 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             // --help and --version are not errors.
-            let code = if err.use_stderr() { 2 } else { 0 };
-            let _ = err.print();
-            return ExitCode::from(code);
+            if !err.use_stderr() {
+                let _ = err.print();
+                return ExitCode::SUCCESS;
+            }
+            eprintln!(
+                "ratesim: error: {}",
+                clap_one_line(&err.render().to_string())
+            );
+            return ExitCode::from(2);
         }
     };
     match dispatch(cli.command) {
@@ -146,6 +153,39 @@ pub fn main() -> ExitCode {
             report_error(&e, 1)
         }
     }
+}
+
+/// clap's several-line usage error as one line, like every other error: the message,
+/// its indented details and tips, then the usage, e.g. `unexpected argument '--limt'
+/// found (a similar argument exists: '--limit'); usage: ratesim run <SCENARIO>; see --help`.
+fn clap_one_line(text: &str) -> String {
+    let mut line = String::new();
+    let mut tips = Vec::new();
+    let mut usage = None;
+    for raw in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(u) = raw.strip_prefix("Usage:") {
+            usage = Some(u.trim().to_string());
+        } else if let Some(tip) = raw.strip_prefix("tip:") {
+            tips.push(tip.trim().to_string());
+        } else if raw.starts_with("For more information") {
+            continue;
+        } else if let Some(msg) = raw.strip_prefix("error:") {
+            line.push_str(msg.trim());
+        } else if usage.is_none() {
+            // An indented detail (a missing argument's name) or a continuation.
+            let sep = if line.ends_with(':') { " " } else { ", " };
+            line.push_str(sep);
+            line.push_str(raw);
+        }
+    }
+    if !tips.is_empty() {
+        line.push_str(&format!(" ({})", tips.join("; ")));
+    }
+    if let Some(u) = usage {
+        line.push_str(&format!("; usage: {u}"));
+    }
+    line.push_str("; see --help");
+    line
 }
 
 fn report_error(e: &anyhow::Error, code: u8) -> ExitCode {

@@ -10,7 +10,7 @@ use anyhow::Context;
 use ratesim::{Registry, report};
 
 use super::compare::{CompareArgs, load};
-use super::run::{apply_overrides, print_summary, simulate};
+use super::run::{apply_overrides, note_stale, print_summary, simulate};
 use super::{Failure, input};
 
 pub(super) fn compare_nodes(
@@ -46,6 +46,9 @@ pub(super) fn compare_nodes(
         .out
         .clone()
         .unwrap_or_else(|| Path::new("output").join("compare"));
+    for (_, scenario) in &variants {
+        super::run::refuse_oversized(scenario, &root.join(&scenario.name), &args.common)?;
+    }
     let mut runs = Vec::new();
     for (n, scenario) in &variants {
         let out = root.join(&scenario.name);
@@ -61,10 +64,15 @@ pub(super) fn compare_nodes(
     let written = report::write_nodes_comparison(&cmp, &root, !args.common.no_charts, registry)
         .context("cannot write the comparison across node counts")?;
     if !args.common.quiet {
-        for path in written {
+        for path in &written {
             eprintln!("wrote {}", path.display());
         }
     }
+    let files = [
+        report::OVER_ADMISSION_VS_NODES_CSV,
+        report::OVER_ADMISSION_VS_NODES_PNG,
+    ];
+    note_stale(&root, &files, &written);
     let reports: Vec<_> = runs.into_iter().map(|(_, r)| r).collect();
     print_summary(&reports, args.common.format)
 }

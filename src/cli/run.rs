@@ -98,6 +98,10 @@ pub(super) struct Common {
     /// No progress bar and no list of written files (the summary still prints).
     #[arg(long, short)]
     pub(super) quiet: bool,
+    /// Run even when decisions.csv is estimated larger than the free space of the
+    /// output's disk or 100 GB (without it such a run is refused before it starts).
+    #[arg(long)]
+    pub(super) force: bool,
     /// Worker threads (algorithms run in parallel) [default: all cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
@@ -146,6 +150,7 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
         Some(out) => out.clone(),
         None => Path::new("output").join(&scenario.name),
     };
+    refuse_oversized(&scenario, &out, &args.common)?;
     let source = source_of(&args.scenario)?;
     let before = traces::OutBefore::look(&out);
     let report = before.failed(simulate(&scenario, &out, &args.common, registry, source));
@@ -154,6 +159,23 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
         traces::warn_skipped(skipped);
     }
     print_summary(&[report?], args.common.format)
+}
+
+/// Refuses, before anything is written, a run whose decisions.csv would not fit the
+/// output's disk or the sane bound, unless `--force` or `--no-decisions`.
+pub(super) fn refuse_oversized(
+    scenario: &Scenario,
+    out: &Path,
+    common: &Common,
+) -> Result<(), Failure> {
+    if common.force {
+        return Ok(());
+    }
+    let free = report::free_bytes(out);
+    match report::size_refusal(scenario, !common.no_decisions, free) {
+        Some(why) => Err(input(anyhow::anyhow!("{}: {why}", scenario.name))),
+        None => Ok(()),
+    }
 }
 
 /// Applies `--limit`, `--seed` and `--algos` to a loaded scenario (`built_in`: one of
@@ -321,6 +343,14 @@ pub(super) fn source_of(path: &Path) -> Result<ScenarioSource, Failure> {
     Ok(ScenarioSource::new(path.display().to_string(), &bytes))
 }
 
+/// Notes on stderr each of `names` in `dir` an earlier run left and this one did not
+/// write (`written`): the one rule of [`report::stale`] for every command.
+pub(super) fn note_stale(dir: &Path, names: &[&str], written: &[PathBuf]) {
+    for path in report::stale::stale_files(dir, names, written) {
+        eprintln!("{}", report::stale::stale_note(&path));
+    }
+}
+
 /// Lists the files written on stderr (unless `quiet`), then notes any output file in
 /// `out` this run did not write.
 fn list_written(out: &Path, written: &[PathBuf], quiet: bool) {
@@ -333,11 +363,7 @@ fn list_written(out: &Path, written: &[PathBuf], quiet: bool) {
     // Files an earlier run left here (say, charts before this --no-charts run) would
     // otherwise pass for this run's results.
     for path in report::stale_outputs(out, written) {
-        let _ = writeln!(
-            err,
-            "note: {} is from an earlier run (this run did not write it)",
-            path.display()
-        );
+        let _ = writeln!(err, "{}", report::stale::stale_note(&path));
     }
 }
 

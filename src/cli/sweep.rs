@@ -219,6 +219,13 @@ pub(super) fn sweep(args: &SweepArgs, registry: &Registry) -> Result<(), Failure
             eprintln!("wrote {}", path.display());
         }
     }
+    let files = [
+        sweep::SWEEP_CSV,
+        sweep::SWEEP_JSON,
+        sweep::FRONTIER_PNG,
+        report::RUN_JSON,
+    ];
+    super::run::note_stale(&out, &files, &written);
     print_rows(&rows, &scenario, rules.len(), args)
 }
 

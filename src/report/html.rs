@@ -108,7 +108,11 @@ pub fn render_html(
         let (name, rest) = sentence.split_once(": ").unwrap_or(("", sentence));
         let _ = writeln!(page, "<li><b>{}</b>: {}</li>", escape(name), escape(rest));
     }
-    page.push_str("</ul>\n<h2>Charts</h2>\n");
+    page.push_str("</ul>\n");
+    if let Some(cause) = fixed_window_cause(report) {
+        let _ = writeln!(page, "<p class=\"cause\">{}</p>", escape(&cause));
+    }
+    page.push_str("<h2>Charts</h2>\n");
     if figures.is_empty() {
         page.push_str("<p>No charts: this run was made with --no-charts.</p>\n");
     }
@@ -131,10 +135,16 @@ pub fn write_html(
 }
 
 fn summary_table(report: &RunReport) -> String {
-    let mut t = String::from(
-        "<table>\n<tr><th>algorithm</th><th>allowed</th><th>denied</th><th>allowed %</th>\
+    let reference = if report.deployment.is_some() {
+        "global sliding log (one server seeing every request)"
+    } else {
+        "sliding log"
+    };
+    let mut t = format!(
+        "<table>\n<tr><th>algorithm</th><th>allowed</th><th>denied</th>\
+         <th>clients denied</th><th>allowed %</th>\
          <th>max in window / limit</th><th>over-admission</th><th>excess</th>\
-         <th>false allow / deny vs sliding log</th></tr>\n",
+         <th>false allow / deny vs {reference}</th></tr>\n",
     );
     for a in &report.algorithms {
         let m = &a.metrics;
@@ -152,11 +162,12 @@ fn summary_table(report: &RunReport) -> String {
         };
         let _ = writeln!(
             t,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{rate}</td><td>{} / {}</td>\
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{rate}</td><td>{} / {}</td>\
              <td{over}>{}</td><td>{}</td><td>{versus}</td></tr>",
             escape(&a.name),
             m.allowed,
             m.denied,
+            m.clients_denied,
             m.max_in_window,
             report.rule.max_requests,
             escape(&format_ratio(m.over_admission)),
@@ -200,19 +211,25 @@ pub fn sentences(report: &RunReport, zoom: &[ZoomLane]) -> Vec<String> {
         .iter()
         .map(|a| {
             let lane = zoom.iter().find(|l| l.algorithm == a.name);
-            sentence(a, limit, &window, lane)
+            sentence(a, limit, &window, lane, report.deployment.is_some())
         })
         .collect()
 }
 
-fn sentence(a: &AlgorithmReport, limit: u64, window: &str, zoom: Option<&ZoomLane>) -> String {
+fn sentence(
+    a: &AlgorithmReport,
+    limit: u64,
+    window: &str,
+    zoom: Option<&ZoomLane>,
+    deployed: bool,
+) -> String {
     let m = &a.metrics;
     let key = m.worst_key.as_deref().unwrap_or("any client");
     let denied = format!(
         "it denied {} of {} requests{}",
         m.denied,
         m.allowed + m.denied,
-        versus_log(a)
+        versus_log(a, deployed)
     );
     if m.max_in_window == 0 {
         return format!("{}: admitted nothing; {denied}.", a.name);
@@ -244,17 +261,51 @@ fn sentence(a: &AlgorithmReport, limit: u64, window: &str, zoom: Option<&ZoomLan
     )
 }
 
+/// One sentence of why, when the fixed window let more than the limit into one
+/// window: its counter belongs to a calendar window and restarts at 0 on each boundary.
+fn fixed_window_cause(report: &RunReport) -> Option<String> {
+    let fixed = report
+        .algorithms
+        .iter()
+        .find(|a| a.name == "fixed_window")?;
+    let limit = report.rule.max_requests;
+    (fixed.metrics.max_in_window > limit).then(|| {
+        let window = report.rule.window.to_decimal_secs();
+        let servers = match &report.deployment {
+            Some(d) if d.nodes > 1 => format!(
+                " Here each of the {} servers does this with the count it knows, so the \
+                 total can go higher still.",
+                d.nodes
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "Why the fixed window exceeds its limit: it counts only inside its own \
+             {window} s window and resets that count to 0 at each boundary, so a client can \
+             spend the limit of {limit} just before a boundary and {limit} again just after \
+             it — up to twice the limit in one {window} s span.{servers}"
+        )
+    })
+}
+
 /// How the algorithm's decisions compare with the exact sliding log's on the same
-/// stream (open clients only).
-fn versus_log(a: &AlgorithmReport) -> String {
-    if a.name == "sliding_window_log" {
+/// stream (open clients only). In a deployment (`deployed`) the exact reference is the
+/// global sliding log, one server seeing every request, not the per-server
+/// `sliding_window_log` row.
+fn versus_log(a: &AlgorithmReport, deployed: bool) -> String {
+    let log = if deployed {
+        "the global sliding log (one server seeing every request)"
+    } else {
+        "the exact sliding log"
+    };
+    if a.name == "sliding_window_log" && !deployed {
         return " (the exact reference the others are compared with)".to_string();
     }
     match (a.metrics.false_allow, a.metrics.false_deny) {
-        (Some(0), Some(0)) => ", exactly the ones the exact sliding log denies".to_string(),
-        (Some(fa), Some(fd)) => format!(
-            " ({fa} admitted that the exact sliding log denies, {fd} denied that it admits)"
-        ),
+        (Some(0), Some(0)) => format!(", exactly the ones {log} denies"),
+        (Some(fa), Some(fd)) => {
+            format!(" ({fa} admitted that {log} denies, {fd} denied that it admits)")
+        }
         _ => String::new(),
     }
 }

@@ -54,6 +54,7 @@ pub mod progress;
 pub mod readback;
 pub mod run;
 pub mod runs;
+pub mod stale;
 pub mod summary;
 pub mod sweep;
 pub mod table;
@@ -89,7 +90,7 @@ pub const OVER_ADMISSION_MATRIX_PNG: &str = "over_admission_matrix.png";
 /// File name of a deployment's per-node counts (only under a `[deployment]`).
 pub const NODES_CSV: &str = "nodes.csv";
 /// Every file a run writes into its output directory.
-pub const OUTPUT_FILES: [&str; 11] = [
+pub const OUTPUT_FILES: [&str; 12] = [
     DECISIONS_CSV,
     WINDOW_COUNTS_CSV,
     SUMMARY_CSV,
@@ -101,6 +102,7 @@ pub const OUTPUT_FILES: [&str; 11] = [
     REPORT_HTML,
     RUN_JSON,
     NODES_CSV,
+    WINDOW_SLIDE_GIF,
 ];
 
 pub use analysis::{render_calibrations, render_worst_cases, write_worst_case};
@@ -121,9 +123,10 @@ pub use nodes::{
     write_nodes_comparison,
 };
 pub use output::{
-    AtomicFile, OutputError, TempPath, prepare_output_dir, remove_temporary_files, write_text,
+    AtomicFile, OutputError, TempPath, free_bytes, prepare_output_dir, remove_temporary_files,
+    write_text,
 };
-pub use preflight::{short_run_warning, size_warning, validation_summary};
+pub use preflight::{short_run_warning, size_refusal, size_warning, validation_summary};
 pub use progress::Progress;
 pub use run::{DecisionParts, ReportError, WriteOptions, stale_outputs, summary_rows, write_run};
 pub use runs::{

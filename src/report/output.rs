@@ -269,6 +269,30 @@ impl AtomicFile {
     }
 }
 
+/// Bytes free for this user on the disk that holds `dir` (or the nearest existing
+/// folder above it, as `dir` may not exist yet); `None` where that cannot be known.
+pub fn free_bytes(dir: &Path) -> Option<u128> {
+    let at = dir
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.exists())
+        .unwrap_or(Path::new("."));
+    #[cfg(unix)]
+    {
+        let stat = rustix::fs::statvfs(at).ok()?;
+        // A pseudo filesystem (/proc, /sys) has no blocks at all: its free space says
+        // nothing, and writing there fails later with a clearer error about --out.
+        if stat.f_blocks == 0 {
+            return None;
+        }
+        Some(u128::from(stat.f_bavail) * u128::from(stat.f_frsize))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = at;
+        None
+    }
+}
+
 /// Writes `text` to `path` atomically (see [`AtomicFile`]); returns the final path.
 pub fn write_text(path: &Path, text: &str) -> Result<PathBuf, OutputError> {
     let mut file = AtomicFile::create(path)?;

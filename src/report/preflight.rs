@@ -18,6 +18,38 @@ pub const ENORMOUS_RUN: u128 = 1_000_000_000;
 /// few million requests is quick, but its one row per decision is not a small file.
 pub const LARGE_DECISIONS_CSV: u128 = 1_000_000_000;
 
+/// The largest `decisions.csv` (estimated, in bytes) a run writes without `--force`,
+/// whatever the free space: 100 GB, far beyond any run a reader opens in a spreadsheet.
+pub const DECISIONS_CSV_BOUND: u128 = 100_000_000_000;
+
+/// Why a run that would write `decisions.csv` (`decisions`) is refused before it
+/// starts: its estimated size exceeds `free` (the bytes free on the output's disk, when
+/// known) or [`DECISIONS_CSV_BOUND`]. `None` when it fits; the caller lets `--force`
+/// override.
+pub fn size_refusal(scenario: &Scenario, decisions: bool, free: Option<u128>) -> Option<String> {
+    if !decisions {
+        return None;
+    }
+    let arrivals = scenario.expected_arrivals();
+    let rows = arrivals.saturating_mul(scenario.algorithms.len() as u128);
+    let file_bytes = rows.saturating_mul(row_bytes(scenario, arrivals));
+    let room = match free {
+        Some(free) if free < DECISIONS_CSV_BOUND => {
+            format!("the {} free on the output's disk", bytes(free))
+        }
+        _ => format!("the {} a run writes unasked", bytes(DECISIONS_CSV_BOUND)),
+    };
+    let limit = free.map_or(DECISIONS_CSV_BOUND, |f| f.min(DECISIONS_CSV_BOUND));
+    (file_bytes > limit).then(|| {
+        format!(
+            "decisions.csv would be about {} ({} rows), more than {room}; pass \
+             --no-decisions to skip it, or --force to run anyway",
+            bytes(file_bytes),
+            grouped(rows)
+        )
+    })
+}
+
 /// A warning for a scenario expected to generate more than [`ENORMOUS_RUN`] requests,
 /// or, if `decisions` (decisions.csv would be written), a decisions.csv estimated above
 /// [`LARGE_DECISIONS_CSV`]: the estimate and that file's approximate size. `None` for an
@@ -164,6 +196,36 @@ mod tests {
         kind = "uniform"
         rate = 2.0
     "#;
+
+    #[test]
+    fn a_decisions_csv_larger_than_the_free_space_or_the_bound_is_refused() {
+        let small = scenario(SMALL);
+        // 20 arrivals × 2 algorithms = 40 rows of 50 + 2 + 2 bytes (the digits of 20
+        // arrivals and of 10 s) = 2,160 bytes.
+        let refused = size_refusal(&small, true, Some(1_000)).expect("2.2 kB > 1 kB free");
+        assert!(
+            refused.starts_with(
+                "decisions.csv would be about 2.2 kB (40 rows), more than the 1.0 kB free"
+            ),
+            "{refused}"
+        );
+        assert!(refused.ends_with("--no-decisions to skip it, or --force to run anyway"));
+        assert_eq!(size_refusal(&small, true, Some(2_160)), None);
+        assert_eq!(size_refusal(&small, true, None), None);
+        assert_eq!(
+            size_refusal(&small, false, Some(0)),
+            None,
+            "no decisions.csv"
+        );
+        // 36500 days at 2 a second: far beyond the bound even on an empty huge disk.
+        let century = scenario(&SMALL.replace("duration = \"10s\"", "duration = \"36500d\""));
+        let refused = size_refusal(&century, true, Some(u128::MAX)).expect("beyond the bound");
+        assert!(
+            refused.contains("more than the 100 GB a run writes unasked"),
+            "{refused}"
+        );
+        assert_eq!(size_refusal(&century, false, Some(0)), None);
+    }
 
     #[test]
     fn an_ordinary_run_gets_no_size_warning() {

@@ -116,7 +116,7 @@ impl DecisionParts {
 /// What [`write_run`] writes besides the CSV/JSON files.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteOptions<'a> {
-    /// Render the three PNG charts.
+    /// Render the charts.
     pub charts: bool,
     /// The registry the run's algorithms came from: their order there picks their
     /// colours in the charts.
@@ -220,15 +220,10 @@ fn write_charts(
 
 /// The files a run writes into its output directory that are in `dir` but were not
 /// written by this run (`written`): left from an earlier run with other options, such
-/// as the charts kept after a `--no-charts` run. Listed so the caller can say so; never
-/// deleted.
+/// as the charts kept after a `--no-charts` run, or the PNGs beside this run's SVGs.
+/// Listed so the caller can say so; never deleted. See [`super::stale`].
 pub fn stale_outputs(dir: &Path, written: &[PathBuf]) -> Vec<PathBuf> {
-    super::OUTPUT_FILES
-        .iter()
-        .filter(|&&name| !written.iter().any(|w| w.file_name() == Some(name.as_ref())))
-        .map(|name| dir.join(name))
-        .filter(|path| path.is_file())
-        .collect()
+    super::stale::stale_files(dir, &super::OUTPUT_FILES, written)
 }
 
 fn write_window_counts(report: &RunReport, dir: &Path) -> Result<PathBuf, OutputError> {
@@ -297,6 +292,7 @@ pub fn summary_rows(report: &RunReport) -> Vec<SummaryRow> {
                 report.rule.max_requests,
             );
             row.excess = m.excess;
+            row.clients_denied = Some(m.clients_denied);
             row.false_allow = m.false_allow;
             row.false_deny = m.false_deny;
             let judged = m.retry_after_exact + m.retry_after_too_early + m.retry_after_too_late;

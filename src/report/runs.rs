@@ -22,6 +22,12 @@ pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
         text.push_str(&run_heading(r));
         let rows = summary_rows(r);
         text.push_str(&render_summary_table(&rows, options));
+        if r.deployment.is_some() && r.algorithms.iter().any(|a| a.metrics.false_allow.is_some()) {
+            text.push_str(
+                "\nfalse allow / deny are against the global sliding log (one server seeing \
+                 every request), not the per-server sliding_window_log row.",
+            );
+        }
         if let Some(retry) = render_retry_outcomes(&rows, options) {
             text.push_str("\n\n");
             text.push_str(&retry);
@@ -29,9 +35,13 @@ pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
         text.push_str("\n\n");
     }
     if reports.len() > 1 {
-        text.push_str(
-            "Over-admission (most admitted in any window ÷ limit; the sliding log is exact):\n",
-        );
+        text.push_str(if reports.iter().any(|r| r.deployment.is_some()) {
+            "Over-admission (most admitted in any window ÷ limit; the exact reference is the \
+             global sliding log, one server seeing every request; a sliding_window_log row \
+             on several servers is one log per server):\n"
+        } else {
+            "Over-admission (most admitted in any window ÷ limit; the sliding log is exact):\n"
+        });
         text.push_str(&render_comparison(reports, options));
         text.push('\n');
     }
@@ -79,22 +89,28 @@ pub fn render_comparison(reports: &[RunReport], options: TableOptions) -> String
     render_ratio_matrix("algorithm", &columns, &rows, options)
 }
 
-/// The over-admission matrix as CSV (`over_admission_matrix.csv`): an `algorithm`
-/// column, then one column per run named by its scenario; empty where an algorithm did
-/// not run.
+/// `over_admission_matrix.csv`'s text, in long (tidy) form: one row per scenario and
+/// algorithm, `scenario,nodes,algorithm,over_admission`, in run order then registry
+/// order. `nodes` is the number of servers under a `[deployment]` and empty without
+/// one; `over_admission` is written as `summary.csv` writes it (`2.0`, empty when it
+/// cannot be computed).
 pub fn comparison_csv(reports: &[RunReport]) -> Result<String, csv::Error> {
-    let (columns, rows) = over_admission_matrix(reports);
     let mut out = csv::Writer::from_writer(Vec::new());
-    out.write_record(std::iter::once("algorithm").chain(columns.iter().map(String::as_str)))?;
-    for (name, ratios) in &rows {
-        let cells = ratios.iter().map(|r| {
-            if r.is_nan() {
-                String::new()
+    out.write_record(["scenario", "nodes", "algorithm", "over_admission"])?;
+    for r in reports {
+        let nodes = r
+            .deployment
+            .as_ref()
+            .map_or_else(String::new, |d| d.nodes.to_string());
+        for a in &r.algorithms {
+            let ratio = a.metrics.over_admission;
+            let ratio = if ratio.is_finite() {
+                format!("{ratio:?}")
             } else {
-                format!("{r:?}") // as summary.csv writes it: 2.0, 1.9
-            }
-        });
-        out.write_record(std::iter::once(name.clone()).chain(cells))?;
+                String::new()
+            };
+            out.write_record([r.scenario.as_str(), &nodes, &a.name, &ratio])?;
+        }
     }
     let bytes = out
         .into_inner()

@@ -27,6 +27,10 @@ pub struct SummaryRow {
     pub allowed: u64,
     /// Denied decisions.
     pub denied: u64,
+    /// Clients that saw at least one denial (the metric `sweep` ranks on); `None` when
+    /// not known. Not serialised: `summary.csv` has it from `sim::Metrics`.
+    #[serde(skip)]
+    pub clients_denied: Option<u64>,
     /// `allowed / (allowed + denied)`.
     #[serde(serialize_with = "finite_or_none")]
     pub allow_rate: f64,
@@ -107,6 +111,7 @@ impl SummaryRow {
             algorithm: algorithm.into(),
             allowed,
             denied,
+            clients_denied: None,
             allow_rate: ratio(allowed, allowed.saturating_add(denied)),
             max_in_window,
             limit,

@@ -82,10 +82,11 @@ pub fn color_enabled(no_color: Option<&OsStr>, term: Option<&OsStr>, is_tty: boo
 /// The last two columns are left out when they would say nothing per algorithm: the
 /// sliding-log comparison when no row has one (retry clients), and `retry_after`
 /// honesty when it was exact everywhere (then a note under the table says so).
-pub const HEADERS: [&str; 9] = [
+pub const HEADERS: [&str; 10] = [
     "algorithm",
     "allowed",
     "denied",
+    "clients\ndenied",
     "allowed\n%",
     "max in\nwindow\n/ limit",
     "over-\nadmission",
@@ -283,9 +284,11 @@ pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> Strin
     let inexact = rows
         .iter()
         .any(|r| r.retry_early.unwrap_or(0) > 0 || r.retry_late.unwrap_or(0) > 0);
+    let counted = rows.iter().any(|r| r.clients_denied.is_some());
     let shown = |column: usize| match column {
-        7 => compared,
-        8 => inexact,
+        3 => counted,
+        8 => compared,
+        9 => inexact,
         _ => true,
     };
     let grid = Grid {
@@ -300,6 +303,7 @@ pub fn render_summary_table(rows: &[SummaryRow], options: TableOptions) -> Strin
                     Entry::plain(&row.algorithm),
                     Entry::plain(row.allowed.to_string()),
                     Entry::plain(row.denied.to_string()),
+                    Entry::plain(opt(row.clients_denied)),
                     Entry::plain(percent(row.allow_rate)),
                     Entry::plain(format!("{} / {}", row.max_in_window, row.limit)),
                     ratio_entry(row.over_admission),

@@ -1,6 +1,7 @@
-//! The over-admission-versus-nodes chart: one line per algorithm, x = servers behind
-//! the balancer, y = the most admitted in any window ÷ the limit, against the dashed
-//! exact limit at 1.0.
+//! The over-admission-versus-nodes chart: small multiples, one panel per algorithm
+//! (its line in colour, the others faint grey behind it, so equal lines never hide
+//! each other), x = servers behind the balancer, y = the most admitted in any window ÷
+//! the limit, against the dashed exact limit at 1.0.
 //!
 //! It draws the ratios it is given and must not compute them.
 
@@ -57,56 +58,95 @@ pub fn draw_nodes<DB: DrawingBackend>(
     let (first, second) = legend.split_at(legend.len().div_ceil(2));
     draw_legend_row(&header, (90, 80), first)?;
     draw_legend_row(&header, (90, 118), second)?;
-    let points = || input.series.iter().flat_map(|s| s.points.iter());
-    let finite = |v: &f64| v.is_finite() && *v >= 0.0;
-    let x_max = points().map(|p| p.0).max().unwrap_or(1).max(1);
-    let y_max = points().map(|p| p.1).filter(finite).fold(1.0, f64::max);
     if input.series.is_empty() {
         return draw_nothing_to_show(&body);
     }
-    let x_end = f64::from(x_max) * 1.05 + 0.5;
-    let mut chart = ChartBuilder::on(&body)
-        .margin_right(50)
-        .margin_bottom(10)
-        .margin_left(20)
-        .x_label_area_size(70)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0.0..x_end, 0.0..y_max * 1.12)?;
+    let points = || input.series.iter().flat_map(|s| s.points.iter());
+    let x_max = points().map(|p| p.0).max().unwrap_or(1).max(1);
+    let y_max = points().map(|p| p.1).filter(finite).fold(1.0, f64::max);
     let mut ticks: Vec<u32> = points().map(|p| p.0).collect();
     ticks.sort_unstable();
     ticks.dedup();
+    let frame = Frame {
+        x_end: f64::from(x_max) * 1.05 + 0.5,
+        y_end: y_max * 1.12,
+        ticks,
+    };
+    // Small multiples: equal lines would hide each other on one plot, so each
+    // algorithm gets its own panel (the others faint behind it), on the same axes.
+    let columns = PANEL_COLUMNS.min(input.series.len());
+    let rows = input.series.len().div_ceil(columns);
+    let panels = body.margin(0, 10, 10, 10).split_evenly((rows, columns));
+    for (i, panel) in panels.iter().enumerate().take(input.series.len()) {
+        draw_panel(panel, input, i, &frame)?;
+    }
+    Ok(())
+}
+
+/// Panels per row of the small multiples.
+const PANEL_COLUMNS: usize = 3;
+
+fn finite(v: &f64) -> bool {
+    v.is_finite() && *v >= 0.0
+}
+
+/// The axes every panel shares.
+struct Frame {
+    x_end: f64,
+    y_end: f64,
+    ticks: Vec<u32>,
+}
+
+/// One series' finite points, as chart coordinates.
+fn line_of(s: &NodesSeries) -> Vec<(f64, f64)> {
+    s.points
+        .iter()
+        .filter(|p| finite(&p.1))
+        .map(|&(x, y)| (f64::from(x), y))
+        .collect()
+}
+
+/// Panel `index`: its algorithm's line and markers in its colour over the others'
+/// lines in light grey, the exact limit dashed.
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    input: &NodesChart,
+    index: usize,
+    frame: &Frame,
+) -> DrawResult<DB> {
+    let own = &input.series[index];
+    let mut chart = ChartBuilder::on(area)
+        .caption(&own.algorithm, font(AXIS_TITLE_SIZE))
+        .margin_right(20)
+        .margin_bottom(6)
+        .x_label_area_size(62)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..frame.x_end, 0.0..frame.y_end)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .light_line_style(RGBColor(245, 245, 245))
         .bold_line_style(RGBColor(225, 225, 225))
-        .x_desc("servers behind the balancer")
-        .y_desc("over-admission (most admitted in any window ÷ limit)")
+        .x_desc("servers")
+        .y_desc("over-admission")
         .x_labels(0)
+        .y_labels(5)
         .y_label_formatter(&|v: &f64| format!("{v:.1}"))
-        .axis_desc_style(font(AXIS_TITLE_SIZE))
+        .axis_desc_style(font(TICK_SIZE))
         .label_style(font(TICK_SIZE))
         .draw()?;
-    draw_node_ticks(&mut chart, &ticks)?;
-    draw_limit(&mut chart, x_end)?;
-    // Equal lines would hide each other: earlier ones are drawn wider, so each stays
-    // visible as a band around the next.
-    let n = input.series.len() as u32;
+    draw_node_ticks(&mut chart, &frame.ticks)?;
+    draw_limit(&mut chart, frame.x_end)?;
     for (i, s) in input.series.iter().enumerate() {
-        let width = 3 + 3 * (n - 1 - i as u32);
-        let color = algorithm_color(s.color_slot);
-        let line: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .filter(|p| finite(&p.1))
-            .map(|&(x, y)| (f64::from(x), y))
-            .collect();
-        chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(width)))?;
-        chart.draw_series(
-            line.iter()
-                .map(|&p| Circle::new(p, width / 2 + 5, color.filled())),
-        )?;
+        if i != index {
+            let grey = RGBColor(200, 200, 200).stroke_width(2);
+            chart.draw_series(LineSeries::new(line_of(s), grey))?;
+        }
     }
+    let color = algorithm_color(own.color_slot);
+    let line = line_of(own);
+    chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(4)))?;
+    chart.draw_series(line.iter().map(|&p| Circle::new(p, 7, color.filled())))?;
     Ok(())
 }
 

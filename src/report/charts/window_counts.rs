@@ -15,8 +15,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::DrawResult;
 use super::frame::{
-    AXIS_TITLE_SIZE, TICK_SIZE, axis_end, boundaries, display_name, draw_caption,
-    draw_nothing_to_show, font, format_seconds,
+    AXIS_TITLE_SIZE, LegendMark, TICK_SIZE, axis_end, boundaries, display_name, draw_caption,
+    draw_legend_row, draw_nothing_to_show, font, format_seconds,
 };
 use super::palette::{OVER_LIMIT_TINT, PANEL_BOUNDARY_GREY, PANEL_GRID, algorithm_color};
 use crate::report::summary::format_ratio;
@@ -84,11 +84,23 @@ pub fn draw_window_counts<DB: DrawingBackend>(
         window_s: input.window_s,
     };
 
-    let (header, body) = root.split_vertically(70);
+    let (header, body) = root.split_vertically(105);
     draw_caption(&header, &input.title, 35)?;
     if series.is_empty() {
         return draw_nothing_to_show(&body);
     }
+    let legend = [
+        (
+            "peak (the most in one window)".to_string(),
+            LegendMark::Ring(BLACK, 2),
+        ),
+        ("limit".to_string(), LegendMark::Dashed(BLACK)),
+        (
+            "over the limit".to_string(),
+            LegendMark::Block(OVER_LIMIT_TINT),
+        ),
+    ];
+    draw_legend_row(&header, (90, 85), &legend)?;
     // Small multiples: one panel per algorithm, all on the same axes, so each line is
     // read on its own (six overlaid step lines hide each other) and panels compare at
     // a glance. Only the bottom panel carries the time axis.
@@ -114,6 +126,15 @@ pub fn draw_window_counts<DB: DrawingBackend>(
             font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
         ))?;
     }
+    // One count-axis title for all the panels (each is too short to carry its own).
+    let middle = (panel_height * series.len() as u32 / 2) as i32;
+    body.draw(&Text::new(
+        "admitted in the window",
+        (4, middle),
+        font(AXIS_TITLE_SIZE)
+            .transform(FontTransform::Rotate270)
+            .pos(Pos::new(HPos::Center, VPos::Top)),
+    ))?;
     Ok(())
 }
 

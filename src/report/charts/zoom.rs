@@ -168,6 +168,9 @@ fn draw_panel_axes<'a, DB: DrawingBackend>(
         .y_label_formatter(&y_fmt)
         .x_labels(0)
         .y_labels(3)
+        // The count each mark stands at: the client's admitted count in the trailing
+        // window just after that request.
+        .y_desc("in window")
         .axis_desc_style(font(AXIS_TITLE_SIZE))
         .label_style(font(TICK_SIZE))
         .draw()?;

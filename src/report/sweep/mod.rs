@@ -13,6 +13,7 @@ mod table;
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
+use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 pub use goal::{GOAL_METRICS, Goal, GoalError, describe as describe_goals, meets_all};
@@ -33,14 +34,14 @@ pub const SWEEP_JSON: &str = "sweep.json";
 /// File name of the clients-denied against over-admission chart.
 pub const FRONTIER_PNG: &str = "frontier.png";
 
-/// One configuration of the limit a sweep tried: its leading columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// One configuration of the limit a sweep tried: its leading columns,
+/// `max_requests,window,window_ns,burst`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepConfig {
     /// Requests per window.
     pub max_requests: u64,
-    /// The window, written as a duration (`10s`, `250ms`); `limit_window_ns` at the
-    /// end of the row has it in nanoseconds.
-    #[serde(serialize_with = "as_duration")]
+    /// The window, written as a duration (`10s`, `250ms`) in `window` and as whole
+    /// nanoseconds in `window_ns` (a number to sort and join on).
     pub window: Nanos,
     /// The bucket capacity.
     pub burst: u64,
@@ -70,8 +71,15 @@ impl SweepConfig {
     }
 }
 
-fn as_duration<S: Serializer>(window: &Nanos, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(window)
+impl Serialize for SweepConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut row = s.serialize_struct("SweepConfig", 4)?;
+        row.serialize_field("max_requests", &self.max_requests)?;
+        row.serialize_field("window", &self.window.to_string())?;
+        row.serialize_field("window_ns", &self.window.as_u64())?;
+        row.serialize_field("burst", &self.burst)?;
+        row.end()
+    }
 }
 
 /// One row of a sweep: one algorithm under one configuration.
@@ -377,11 +385,14 @@ mod tests {
         assert_eq!(&png[1..4], b"PNG");
         let csv = std::fs::read_to_string(&written[0]).unwrap();
         assert!(
-            csv.starts_with("max_requests,window,burst,algorithm,"),
+            csv.starts_with("max_requests,window,window_ns,burst,algorithm,"),
             "{csv}"
         );
         assert!(
-            csv.lines().nth(1).unwrap().starts_with("5,1s,5,gcra,"),
+            csv.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("5,1s,1000000000,5,gcra,"),
             "{csv}"
         );
     }
