@@ -517,7 +517,7 @@ mod tests {
 
     #[test]
     fn with_the_presets_a_name_two_entries_contain_is_not_guessed() {
-        let known: Vec<String> = Registry::default().names().map(String::from).collect();
+        let known: Vec<String> = Registry::standard().names().map(String::from).collect();
         assert_eq!(
             closest_name("fixed", &known),
             None,

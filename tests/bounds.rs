@@ -146,7 +146,7 @@ fn an_entry_in_a_debug_message_shows_its_name_and_bound() {
 
 #[test]
 fn a_registry_in_a_debug_message_lists_its_names_in_display_order() {
-    let registry = Registry::default();
+    let registry = Registry::standard();
     let shown = format!("{registry:?}");
     let presets: Vec<String> = registry.resolve(&["presets"]).unwrap();
     let presets: String = presets.iter().map(|p| format!(", {p:?}")).collect();

@@ -151,7 +151,7 @@ fn a_boundary_burst_off_the_grid_admits_one_more_than_the_exact_bound() {
 
 #[test]
 fn the_presets_group_names_governor_and_all_does_not() {
-    let registry = Registry::default();
+    let registry = Registry::standard();
     let presets = registry.resolve(&["presets"]).unwrap();
     assert!(presets.iter().any(|n| n == "governor"), "{presets:?}");
     let all = registry.resolve(&["all"]).unwrap();

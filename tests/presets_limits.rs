@@ -110,7 +110,7 @@ impl Case {
     /// The preset's decisions, as the peer prints them.
     fn replay(&self) -> String {
         let rule = Rule::new(self.n, Nanos::from_secs(self.w_secs)).unwrap();
-        let algo = Registry::default().create(self.preset(), rule).unwrap();
+        let algo = Registry::standard().create(self.preset(), rule).unwrap();
         let mut state = algo.new_state(Nanos::ZERO);
         let hits = self.hits.iter();
         hits.map(|&(t, c)| {

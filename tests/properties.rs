@@ -17,7 +17,7 @@ fn worst_case(name: &str, rule: &Rule) -> u128 {
         "token_bucket" | "leaky_bucket" | "gcra" => burst + max - 1,
         // A preset is held to its real peer (tests/presets_*.rs), not to a bound here.
         other
-            if Registry::default()
+            if Registry::standard()
                 .entry(other)
                 .is_ok_and(|e| e.is_preset()) =>
         {
@@ -161,8 +161,8 @@ proptest! {
         scale in prop_oneof![Just(1u64), Just(999_983), Just(10_000_000)],
     ) {
         let seq: Vec<Op> = seq.into_iter().map(|op| Op { gap: op.gap.saturating_mul(scale) / 1_000, ..op }).collect();
-        for name in Registry::default().names() {
-            let algorithm = Registry::default().create(name, rule).unwrap();
+        for name in Registry::standard().names() {
+            let algorithm = Registry::standard().create(name, rule).unwrap();
             check_stream(&algorithm, &seq)?;
         }
     }
@@ -175,8 +175,8 @@ proptest! {
         costs in proptest::collection::vec(any::<u64>(), 1..40),
     ) {
         let rule = Rule::new(max, Nanos::new(window)).unwrap();
-        for name in Registry::default().names() {
-            let a = Registry::default().create(name, rule).unwrap();
+        for name in Registry::standard().names() {
+            let a = Registry::standard().create(name, rule).unwrap();
             let mut s = a.new_state(Nanos::new(times[0]));
             for (t, c) in times.iter().zip(costs.iter().cycle()) {
                 let now = Nanos::new(*t);
@@ -196,8 +196,8 @@ proptest! {
     ) {
         // The same requests for key 0, once interleaved with other keys' traffic and
         // once alone, must get identical decisions.
-        for name in Registry::default().names() {
-            let algo = || Registry::default().create(name, rule).unwrap();
+        for name in Registry::standard().names() {
+            let algo = || Registry::standard().create(name, rule).unwrap();
             let (c1, c2) = (FakeClock::default(), FakeClock::default());
             let mixed: RateLimiter<_, usize, _> = RateLimiter::with_clock(algo(), c1.clone());
             let alone: RateLimiter<_, usize, _> = RateLimiter::with_clock(algo(), c2.clone());
