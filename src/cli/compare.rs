@@ -57,7 +57,7 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
         if let Some(warning) = report::size_warning(scenario, !args.common.no_decisions) {
             eprintln!("ratesim: warning: {}: {warning}", scenario.name);
         }
-        for note in ratesim::presets::notes(scenario) {
+        for note in scenario.preset_notes() {
             eprintln!("ratesim: note: {}: {note}", scenario.name);
         }
     }

@@ -143,7 +143,7 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
     if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
         eprintln!("ratesim: warning: {warning}");
     }
-    for note in ratesim::presets::notes(&scenario) {
+    for note in scenario.preset_notes() {
         eprintln!("ratesim: note: {note}");
     }
     let out = match &args.out {

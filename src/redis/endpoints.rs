@@ -10,9 +10,9 @@ use super::{DEFAULT_TIMEOUT, FailurePolicy, Now, RedisError, RedisLimiter, Redis
 use super::{Scripted, Unrepresentable};
 use crate::algorithm::TokenBucket;
 use crate::algorithm::{FixedWindow, Gcra, LeakyBucket, SlidingWindowCounter, SlidingWindowLog};
-use crate::middleware::EndpointRule;
 use crate::registry::{Builtin, Registry, UnknownAlgorithm};
 use crate::rule::{Decision, Rule};
+use crate::store::EndpointRule;
 use crate::store::{KeyedLimiter, Store};
 use crate::time::{Clock, Nanos};
 
