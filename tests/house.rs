@@ -31,13 +31,6 @@ const ALLOWED_CYCLES: &[&[&str]] = &[
     &["sim::engine::fanout", "sim::engine::group"],
     &["sim::engine::probe", "sim::engine::states"],
     // Being removed on this branch (house), one commit each.
-    &[
-        "report::client_timeline",
-        "report::html",
-        "report::run",
-        "report::runs",
-        "report::zoom",
-    ],
     &["cli::compare", "cli::nodes"],
 ];
 
