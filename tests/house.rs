@@ -30,8 +30,6 @@ const ALLOWED_CYCLES: &[&[&str]] = &[
     &["sim::engine::driver", "sim::engine::steps"],
     &["sim::engine::fanout", "sim::engine::group"],
     &["sim::engine::probe", "sim::engine::states"],
-    // Being removed on this branch (house), one commit each.
-    &["cli::compare", "cli::nodes"],
 ];
 
 /// Layers above the light library, lowest first. A module may import its own layer's

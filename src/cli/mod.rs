@@ -10,7 +10,6 @@
 mod analysis;
 mod compare;
 mod import;
-mod nodes;
 mod run;
 mod store;
 mod sweep;
