@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use house::graph::{Crate, Edge, cycles, describe, name};
+use house::lex::{Tok, tokens};
 
 /// Cycles another helper is removing this session (issue 27 item 1, the engine's own
 /// shape): listed so this test guards everything else meanwhile. Remove an entry when
@@ -138,6 +139,74 @@ fn the_light_library_imports_no_sim_report_or_cli_and_layers_point_down() {
         "imports against the layer order:\n  {}",
         bad.join("\n  ")
     );
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rs_files(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Whether a string literal names a command-line flag (`--store`) or a command line.
+fn names_a_flag(text: &str) -> bool {
+    let flag = text.match_indices("--").any(|(i, _)| {
+        let next = text[i + 2..].chars().next();
+        next.is_some_and(|c| c.is_ascii_lowercase()) && !text[..i].ends_with('-')
+    });
+    flag || text.contains("ratesim compare") || text.contains("ratesim run")
+}
+
+#[test]
+fn the_simulator_names_no_command_line_flag_in_its_strings() {
+    // `sim` is a library a program can call with its own options: its errors say what
+    // is wrong, and only the CLI adds which flag that was (`--key:`, `--store:`).
+    let sim = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sim");
+    let mut files = Vec::new();
+    rs_files(&sim, &mut files);
+    assert!(files.len() > 30, "only {} files under src/sim", files.len());
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for t in tokens(&text) {
+            if let Tok::Str(s) = &t.tok
+                && names_a_flag(s)
+            {
+                found.push(format!("{}:{}: {s}", file.display(), t.line));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "flag names in src/sim strings:\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn the_flag_check_sees_strings_and_not_comments() {
+    let strings = |text: &str| -> Vec<String> {
+        let toks = tokens(text);
+        toks.into_iter()
+            .filter_map(|t| {
+                if let Tok::Str(s) = t.tok {
+                    Some(s)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    let found =
+        strings("// \"--store\"\nlet e = format!(\"--key: {k}\"); let r = r#\"ratesim run x\"#;");
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.iter().all(|s| names_a_flag(s)), "{found:?}");
+    assert!(!names_a_flag("a---b, 10--20, x -- y"));
 }
 
 /// A made-up crate for the checker's own tests.

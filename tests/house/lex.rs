@@ -12,6 +12,8 @@ pub enum Tok {
     Path,
     /// Any other punctuation character.
     Punct(char),
+    /// A string literal's text as written between its quotes (escapes not undone).
+    Str(String),
 }
 
 /// A token and the 1-based line it starts on.
@@ -42,9 +44,22 @@ pub fn tokens(text: &str) -> Vec<Token> {
         } else if c == '/' && next == Some('*') {
             i = skip_block_comment(&s, i, &mut line);
         } else if let Some(end) = raw_string_end(&s, i, &mut line) {
+            let text = s[i..end].iter().collect();
+            out.push(Token {
+                tok: Tok::Str(text),
+                line: start_line,
+            });
             i = end;
         } else if c == '"' || (matches!(c, 'b' | 'c') && next == Some('"')) {
-            i = skip_string(&s, if c == '"' { i } else { i + 1 }, &mut line);
+            let from = if c == '"' { i } else { i + 1 };
+            i = skip_string(&s, from, &mut line);
+            let text = s[from + 1..i.saturating_sub(1).max(from + 1)]
+                .iter()
+                .collect();
+            out.push(Token {
+                tok: Tok::Str(text),
+                line: start_line,
+            });
         } else if c == '\'' || (c == 'b' && next == Some('\'')) {
             i = skip_quote(&s, if c == '\'' { i } else { i + 1 });
         } else if c.is_ascii_digit() {

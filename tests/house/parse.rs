@@ -124,7 +124,7 @@ fn at_item_start(toks: &[Token], i: usize) -> bool {
         None => true,
         Some(Tok::Punct(c)) => matches!(c, ';' | '{' | '}' | ']' | ')'),
         Some(Tok::Ident(w)) => w == "pub",
-        Some(Tok::Path) => false,
+        Some(Tok::Path | Tok::Str(_)) => false,
     }
 }
 
