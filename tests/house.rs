@@ -36,7 +36,7 @@ const ALLOWED_CYCLES: &[&[&str]] = &[
 /// Layers above the light library, lowest first. A module may import its own layer's
 /// top-level module and anything in a lower layer; every top-level module not named
 /// here is the light library (layer 0), which imports none of these.
-const LAYERS: &[(&str, usize)] = &[("sim", 1), ("import", 2), ("bundled", 2), ("report", 3)];
+const LAYERS: &[(&str, usize)] = &[("sim", 1), ("report", 2)];
 
 fn layer(module: &str) -> usize {
     let top = module.split("::").next().unwrap_or("");

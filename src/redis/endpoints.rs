@@ -90,6 +90,22 @@ impl RedisEndpoints {
     }
 }
 
+/// A [`RedisStore`] is a [`Store`] as it stands: [`RedisStore::endpoints`]' defaults (the
+/// server's clock, failing closed after [`DEFAULT_TIMEOUT`]). So every type called a
+/// store in this crate is one: `Middleware::with_store(RedisStore::open(url)?, registry)`.
+impl Store for RedisStore {
+    type Limiter = EndpointLimiter;
+    type Error = EndpointError;
+
+    fn limiter(
+        &self,
+        spec: &EndpointRule,
+        registry: &Registry,
+    ) -> Result<EndpointLimiter, EndpointError> {
+        self.endpoints().limiter(spec, registry)
+    }
+}
+
 impl Store for RedisEndpoints {
     type Limiter = EndpointLimiter;
     type Error = EndpointError;
