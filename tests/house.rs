@@ -202,8 +202,10 @@ fn the_flag_check_sees_strings_and_not_comments() {
             })
             .collect()
     };
-    let found =
-        strings("// \"--store\"\nlet e = format!(\"--key: {k}\"); let r = r#\"ratesim run x\"#;");
+    // A comment, an escaped-quote char literal, a string and a raw string.
+    let text = "// \"--store\"\nlet q = '\\''; let e = format!(\"--key: {k}\");\n\
+                let r = r#\"ratesim run x\"#;";
+    let found = strings(text);
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(found.iter().all(|s| names_a_flag(s)), "{found:?}");
     assert!(!names_a_flag("a---b, 10--20, x -- y"));

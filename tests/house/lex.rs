@@ -168,7 +168,7 @@ fn skip_string(s: &[char], mut i: usize, line: &mut usize) -> usize {
 fn skip_quote(s: &[char], i: usize) -> usize {
     match (s.get(i + 1), s.get(i + 2)) {
         (Some('\\'), _) => {
-            let mut j = i + 2;
+            let mut j = i + 3; // past the quote, the backslash and the escaped character
             while j < s.len() && s[j] != '\'' {
                 j += 1;
             }
