@@ -142,21 +142,22 @@ done
 python3 - "$work/log-runs" "$lines" "${bins[@]}" <<'PY'
 import statistics, sys
 runs, lines, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-cpu = {}
+cpu, peak = {}, {}
 for line in open(runs):
     name, u, s, rss = line.split()
     cpu.setdefault(name, []).append(float(u) + float(s))
+    peak[name] = max(peak.get(name, 0), int(rss) / 1024)
 med = {k: statistics.median(v) for k, v in cpu.items()}
 print(f"\nlog replay: {lines:,} lines, medians of {len(cpu[next(iter(cpu))])} rounds")
-print(f"{'run':42} {'CPU-s':>7} {'M lines/CPU-s':>14}")
+print(f"{'run':42} {'CPU-s':>7} {'M lines/CPU-s':>14} {'MB':>6}")
 what = {"one": "one algorithm (fixed_window), --threads 1", "six": "six algorithms, --threads 2"}
 for b in range(1, len(bins) + 1):
     for name in ("one", "six"):
         m = med[f"{name}#{b}"]
-        print(f"#{b} {what[name]:39} {m:7.2f} {lines / m / 1e6:14.2f}")
+        print(f"#{b} {what[name]:39} {m:7.2f} {lines / m / 1e6:14.2f} {peak[f'{name}#{b}']:6.1f}")
 if "goaccess" in med:
     g = med["goaccess"]
-    print(f"{'goaccess --log-format=COMBINED -o report.json':42} {g:7.2f} {lines / g / 1e6:14.2f}")
+    print(f"{'goaccess --log-format=COMBINED -o report.json':42} {g:7.2f} {lines / g / 1e6:14.2f} {peak['goaccess']:6.1f}")
     for b in range(1, len(bins) + 1):
         print(f"#{b} one algorithm is x{g / med[f'one#{b}']:.1f} faster than goaccess")
 else:

@@ -490,53 +490,6 @@ impl<A: Algorithm, K: Hash + Eq, C: Clock> RateLimiter<A, K, C> {
         })
     }
 
-    /// [`try_acquire_n`](Self::try_acquire_n) for an owner with exclusive access: the
-    /// same decision on the same map, without taking a lock (`&mut self` already
-    /// proves no other thread can be inside). For single-threaded drivers such as the
-    /// simulator, where the lock's two atomic operations would be most of the cost.
-    pub fn try_acquire_n_mut<Q>(
-        &mut self,
-        key: &Q,
-        cost: u64,
-    ) -> Result<Decision, InsufficientCapacity>
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        fits(&self.algorithm, cost)?;
-        Ok(self.with_state_mut(key, |algo, state, now| acquire(algo, state, now, cost)))
-    }
-
-    /// [`with_state`](Self::with_state) for an owner with exclusive access, without
-    /// taking a lock.
-    pub fn with_state_mut<Q, R>(
-        &mut self,
-        key: &Q,
-        f: impl FnOnce(&A, &mut A::State, Nanos) -> R,
-    ) -> R
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        let hash = self.hasher.hash_one(key);
-        let RateLimiter {
-            algorithm,
-            clock,
-            hasher,
-            shards,
-            ..
-        } = self;
-        let shard = &mut shards[shard_index(hash)].0;
-        let table = shard
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let now = clock.now();
-        let algorithm = &*algorithm;
-        table.with(algorithm, hasher, (hash, key), now, |state| {
-            f(algorithm, state, now)
-        })
-    }
-
     fn decide<Q>(&self, key: &Q, cost: u64, before_lock: impl FnOnce()) -> Decision
     where
         K: Borrow<Q>,

@@ -21,19 +21,13 @@ use crate::registry::Registry;
 #[cfg(feature = "toml-rules")]
 use crate::registry::UnknownAlgorithm;
 use crate::rule::{Decision, Rule, UNLIMITED};
+// `EndpointRule` lives in the store module (a store builds a limiter from one), and is
+// re-exported here, where a user configures endpoints.
+pub use crate::store::EndpointRule;
 use crate::store::{InMemory, KeyedLimiter, Store};
 #[cfg(feature = "toml-rules")]
 use crate::time::Nanos;
 use crate::time::{Clock, MonotonicClock};
-
-/// One endpoint's limit: a rule and the name of the algorithm that enforces it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EndpointRule {
-    /// The limit.
-    pub rule: Rule,
-    /// A registry name, e.g. `"sliding_window_log"`.
-    pub algorithm: String,
-}
 
 /// A decision with the HTTP response header fields that go with it.
 #[derive(Debug, Clone, PartialEq, Eq)]

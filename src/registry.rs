@@ -38,6 +38,11 @@ pub struct Registry {
     entries: Vec<Entry>,
 }
 
+/// The group name that selects every preset (`ratesim::presets::GROUP`), as `all`
+/// selects the built-ins. The presets and [`Registry::standard`] live in
+/// [`crate::presets`], above this module.
+pub const PRESETS_GROUP: &str = "presets";
+
 /// One registered algorithm: its name, how to build it, and what is known about it.
 ///
 /// ```
@@ -235,7 +240,7 @@ impl fmt::Display for UnknownAlgorithm {
             f,
             "; expected one of: {}, or `all` or `{}`",
             self.known.join(", "),
-            crate::presets::GROUP
+            PRESETS_GROUP
         )
     }
 }
@@ -314,21 +319,6 @@ impl Registry {
         })
     }
 
-    /// Everything ratesim ships: the six built-ins, then the presets (models of the
-    /// limiters people run, [`crate::presets`]), shared. Scenarios, the simulator and
-    /// the CLI name algorithms in this one; `all` still means the six and `presets`
-    /// the presets.
-    pub fn standard() -> &'static Registry {
-        static STANDARD: OnceLock<Registry> = OnceLock::new();
-        STANDARD.get_or_init(|| {
-            let mut registry = Registry::builtin().clone();
-            for preset in crate::presets::entries() {
-                registry.add(preset);
-            }
-            registry
-        })
-    }
-
     /// Adds (or replaces, in place) the algorithm called `name`, with nothing known
     /// about its worst case; [`Registry::add`] takes an [`Entry`] that says more.
     pub fn register(
@@ -381,8 +371,8 @@ impl Registry {
         let mut out: Vec<String> = Vec::new();
         for name in names {
             let name = name.as_ref().trim();
-            let expanded: Vec<&str> = if name == "all" || name == crate::presets::GROUP {
-                let presets = name == crate::presets::GROUP;
+            let expanded: Vec<&str> = if name == "all" || name == PRESETS_GROUP {
+                let presets = name == PRESETS_GROUP;
                 let group = self.entries.iter().filter(|e| e.preset == presets);
                 group.map(|e| e.name.as_str()).collect()
             } else {

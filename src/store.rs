@@ -11,10 +11,19 @@ use std::convert::Infallible;
 
 use crate::algorithm::BoxedAlgorithm;
 use crate::limiter::RateLimiter;
-use crate::middleware::EndpointRule;
 use crate::registry::{Registry, UnknownAlgorithm};
-use crate::rule::Decision;
+use crate::rule::{Decision, Rule};
 use crate::time::{Clock, MonotonicClock};
+
+/// One endpoint's limit: a rule and the name of the algorithm that enforces it (also
+/// `ratesim::middleware::EndpointRule`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointRule {
+    /// The limit.
+    pub rule: Rule,
+    /// A registry name, e.g. `"sliding_window_log"`.
+    pub algorithm: String,
+}
 
 /// Builds one endpoint's limiter for its rule.
 pub trait Store: Send + Sync {

@@ -284,44 +284,6 @@ fn a_cost_above_capacity_is_an_error_not_a_denial() {
 }
 
 #[test]
-fn exclusive_access_decides_exactly_as_the_locked_path() {
-    // The same pseudo-random requests through `try_acquire_n` on one limiter and
-    // `try_acquire_n_mut` on another: every decision, error and state must agree.
-    let rule = Rule::new(5, Nanos::from_secs(2)).unwrap();
-    for name in every_algorithm() {
-        let clock_a = FakeClock::default();
-        let clock_b = FakeClock::default();
-        let shared = limiter(&name, rule, &clock_a);
-        let mut owned = limiter(&name, rule, &clock_b);
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        for i in 0..2_000 {
-            xorshift(&mut x);
-            let step = Nanos::new(x % 300_000_000);
-            clock_a.advance(step);
-            clock_b.advance(step);
-            let key = format!("k{}", x % 4);
-            let cost = (x >> 20) % 7; // 6 exceeds the capacity of some algorithms
-            let via_lock = shared.try_acquire_n(key.as_str(), cost);
-            let via_mut = owned.try_acquire_n_mut(key.as_str(), cost);
-            assert_eq!(via_lock, via_mut, "{name}, request {i}");
-            let probe = |a: &BoxedAlgorithm, s: &mut _, now| {
-                (
-                    a.remaining(s, now),
-                    a.reset_after(s, now),
-                    a.retry_after(s, now, 3),
-                )
-            };
-            assert_eq!(
-                shared.with_state(key.as_str(), probe),
-                owned.with_state_mut(key.as_str(), probe),
-                "{name}, request {i}"
-            );
-        }
-        assert_eq!(shared.len(), owned.len(), "{name}");
-    }
-}
-
-#[test]
 fn allow_admits_and_consumes_exactly_as_try_acquire() {
     // `allow` skips working out `remaining` and the waits; the answer and what it
     // consumes must be the same. One limiter answers through `allow`, the other through

@@ -60,7 +60,8 @@ fn the_middleware_on_redis_answers_as_in_memory_with_headers_and_hot_reload() {
     registry.register("mine", "a plugin", |r| {
         ratesim::Registry::default().create("gcra", r).unwrap()
     });
-    let plugins = ratesim::Middleware::with_store(store.endpoints(), registry);
+    // The RedisStore itself is a Store: `endpoints()`' defaults (server time, closed).
+    let plugins = ratesim::Middleware::with_store(store, registry);
     let e = plugins.add_rule("/p", login, "mine").unwrap_err();
     assert!(e.to_string().contains("not a built-in"), "{e}");
     assert!(plugins.add_rule("/p", login, "nope").is_err());

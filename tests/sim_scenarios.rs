@@ -5,7 +5,9 @@ mod sim_support;
 use std::path::Path;
 
 use ratesim::Nanos;
+use ratesim::presets::NginxParams;
 use ratesim::sim::{ArrivalStream, ClientModel, Scenario};
+use ratesim::{Algorithm, Registry};
 use sim_support::*;
 
 #[test]
@@ -1140,4 +1142,75 @@ fn a_value_of_the_wrong_type_says_what_the_key_takes() {
     for (got, expected) in cases {
         assert_eq!(got, expected);
     }
+}
+
+// The presets in scenarios: the `presets` group, `[preset.nginx]` and the rounding note
+// (moved here from src/presets/mod.rs, which must not import the simulator).
+
+const PRESET_SCENARIO: &str = r#"
+name = "s"
+duration = "10s"
+algorithms = ["presets", "fixed_window"]
+[limit]
+max_requests = 5
+window = "1s"
+[[traffic]]
+kind = "uniform"
+rate = 1.0
+"#;
+
+#[test]
+fn the_presets_group_names_the_presets_and_all_keeps_the_six() {
+    let s = Scenario::parse(PRESET_SCENARIO, Path::new("s.toml")).unwrap();
+    let presets = [
+        "nginx",
+        "tower",
+        "governor",
+        "limits_fixed_window",
+        "limits_moving_window",
+        "limits_sliding_window_counter",
+        "envoy",
+    ];
+    assert_eq!(s.algorithms[..7], presets, "every preset, in display order");
+    assert_eq!(s.algorithms[7..], ["fixed_window"]);
+    let all = Registry::standard().resolve(&["all"]).unwrap();
+    assert_eq!(all.len(), 6);
+    assert!(!all.iter().any(|n| n == "nginx" || n == "tower"));
+    assert_eq!(s.nginx, None);
+}
+
+#[test]
+fn a_preset_nginx_table_sets_limit_req_parameters_for_the_run() {
+    let text = format!("{PRESET_SCENARIO}[preset.nginx]\nburst = 3\nnodelay = true\n");
+    let s = Scenario::parse(&text, Path::new("s.toml")).unwrap();
+    let params = NginxParams {
+        burst: 3,
+        nodelay: true,
+        delay: 0,
+    };
+    assert_eq!(s.nginx, Some(params));
+    let registry = s.registry(Registry::standard());
+    let nginx = registry.create("nginx", s.rule).unwrap();
+    assert_eq!(nginx.capacity(), 4, "burst 3 + the free first request");
+    let plain = Registry::standard().create("nginx", s.rule).unwrap();
+    assert_eq!(plain.capacity(), 1, "nginx's default burst is 0");
+}
+
+#[test]
+fn a_rate_nginx_cannot_write_is_rounded_and_the_run_is_told() {
+    let s = Scenario::parse(PRESET_SCENARIO, Path::new("s.toml")).unwrap();
+    assert!(s.preset_notes().is_empty(), "5 per 1s is 5r/s");
+    let odd = PRESET_SCENARIO.replace("window = \"1s\"", "window = \"13s\"");
+    let s = Scenario::parse(&odd, Path::new("s.toml")).unwrap();
+    let notes = s.preset_notes();
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].contains("rate=23r/m"), "{}", notes[0]);
+}
+
+#[test]
+fn an_unknown_preset_key_is_an_error_at_its_line() {
+    let text = format!("{PRESET_SCENARIO}[preset.nginx]\nburts = 3\n");
+    let err = Scenario::parse(&text, Path::new("s.toml")).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("burts") && msg.contains("s.toml:12"), "{msg}");
 }

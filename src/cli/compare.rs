@@ -16,6 +16,8 @@ use ratesim::{Registry, bundled, report};
 use super::run::{Common, apply_overrides, note_stale, print_summary, simulate, source_of};
 use super::{Failure, input};
 
+mod nodes;
+
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim compare --algos all
   ratesim compare --limit 100/10s
@@ -44,7 +46,7 @@ pub(super) struct CompareArgs {
 
 pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Failure> {
     if let Some(nodes) = &args.nodes {
-        return super::nodes::compare_nodes(args, nodes, registry);
+        return nodes::compare_nodes(args, nodes, registry);
     }
     // Load and check everything first so a bad file fails before any run.
     let (mut scenarios, sources) = load(&args.scenarios, registry)?;
@@ -57,7 +59,7 @@ pub(super) fn compare(args: &CompareArgs, registry: &Registry) -> Result<(), Fai
         if let Some(warning) = report::size_warning(scenario, !args.common.no_decisions) {
             eprintln!("ratesim: warning: {}: {warning}", scenario.name);
         }
-        for note in ratesim::presets::notes(scenario) {
+        for note in scenario.preset_notes() {
             eprintln!("ratesim: note: {}: {note}", scenario.name);
         }
     }

@@ -10,7 +10,6 @@
 mod analysis;
 mod compare;
 mod import;
-mod nodes;
 mod run;
 mod store;
 mod sweep;
@@ -24,6 +23,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
+use ratesim::sim::{SimError, StoreUnsupported};
 use ratesim::{Nanos, Registry, Rule, bundled, report, sim};
 
 /// Exact rate-limiter algorithms, simulated side by side on identical traffic.
@@ -124,6 +124,26 @@ impl From<anyhow::Error> for Failure {
 
 fn input(e: impl Into<anyhow::Error>) -> Failure {
     Failure::Input(e.into())
+}
+
+/// A simulator error as the command line says it: the flag it concerns named first
+/// (`--key:`, `--store:`; the library's messages name no flag), the way out only the
+/// CLI knows (`ratesim compare --nodes`), and the exit code (a store that failed
+/// mid-run, or a sink that could not write, is not bad input).
+fn sim_failure(e: SimError) -> Failure {
+    match &e {
+        SimError::Sink { .. } | SimError::Store(_) => Failure::Other(e.into()),
+        SimError::UnknownKey { .. } => input(anyhow::Error::new(e).context("--key")),
+        SimError::StoreUnsupported(StoreUnsupported::Deployment { .. }) => {
+            input(anyhow::anyhow!("--store: {e}; run it without --store"))
+        }
+        SimError::StoreUnsupported(StoreUnsupported::Sweep) => input(e),
+        SimError::StoreUnsupported(_) => input(anyhow::Error::new(e).context("--store")),
+        SimError::SweepDeployment { .. } => input(anyhow::anyhow!(
+            "{e}, or compare server counts with `ratesim compare --nodes 1,2,4 --scenario FILE`"
+        )),
+        _ => input(e),
+    }
 }
 
 /// Runs the CLI and returns the process exit code.

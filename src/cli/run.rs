@@ -12,14 +12,14 @@ use ratesim::report::charts::ChartFormat;
 use ratesim::report::{
     self, DecisionParts, Progress, RunMetadata, ScenarioSource, TableOptions, WriteOptions,
 };
-use ratesim::sim::{
-    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError, StateStore,
-};
+use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, StateStore};
 use ratesim::{Registry, Rule};
 
 use super::store::{RunStore, redacted_args};
 use super::traces;
-use super::{Failure, Format, algos_flag, input, parse_burst, parse_limit, parse_seed, print};
+use super::{
+    Failure, Format, algos_flag, input, parse_burst, parse_limit, parse_seed, print, sim_failure,
+};
 
 pub(super) const EXAMPLES: &str = "Examples:
   ratesim run scenarios/burst.toml
@@ -143,7 +143,7 @@ pub(super) fn run(args: &RunArgs, registry: &Registry) -> Result<(), Failure> {
     if let Some(warning) = report::size_warning(&scenario, !args.common.no_decisions) {
         eprintln!("ratesim: warning: {warning}");
     }
-    for note in ratesim::presets::notes(&scenario) {
+    for note in scenario.preset_notes() {
         eprintln!("ratesim: note: {note}");
     }
     let out = match &args.out {
@@ -246,7 +246,7 @@ pub(super) fn simulate(
 ) -> Result<RunReport, Failure> {
     // The store first: an unreachable Redis fails before anything is written.
     let store = RunStore::open(common.store.as_deref())?;
-    sim::check_store(scenario, registry, store.state()).map_err(input)?;
+    sim::check_store(scenario, registry, store.state()).map_err(sim_failure)?;
     let created = missing_dirs(out);
     let out = report::prepare_output_dir(out)
         .map_err(|e| input(anyhow::Error::new(e).context("--out")))?;
@@ -306,10 +306,7 @@ fn simulate_into(
     let too_long = store.check_duration();
     drop(store);
     too_long?;
-    let report = result.map_err(|e| match e {
-        SimError::Sink { .. } | SimError::Store(_) => Failure::Other(e.into()),
-        _ => input(e),
-    })?;
+    let report = result.map_err(sim_failure)?;
     let mut written = Vec::new();
     if let Some(parts) = parts {
         written.push(parts.finish().context("cannot write decisions.csv")?);

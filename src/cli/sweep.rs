@@ -179,7 +179,7 @@ fn configurations(sets: &[SetFlag], scenario: &Rule) -> Result<Vec<Rule>, Failur
 
 pub(super) fn sweep(args: &SweepArgs, registry: &Registry) -> Result<(), Failure> {
     let mut scenario = Scenario::load_with(&args.scenario, registry).map_err(input)?;
-    sim::check_sweepable(&scenario).map_err(input)?;
+    sim::check_sweepable(&scenario).map_err(super::sim_failure)?;
     super::run::set_seed_and_algos(&mut scenario, args.seed, args.algos.as_deref(), registry)?;
     let rules = configurations(&args.sets, &scenario.rule)?;
     for (trace, skipped) in scenario.read_traces().map_err(input)? {
@@ -272,7 +272,7 @@ fn run_sweep(
     };
     let result = sim::sweep(scenario, rules, &options);
     progress.finish();
-    result.map_err(input)
+    result.map_err(super::sim_failure)
 }
 
 /// The rows on stdout: the table with the goals' verdict (and how to run the least

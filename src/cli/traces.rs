@@ -48,7 +48,7 @@ pub(super) fn check_key(scenario: &Scenario) -> Result<bool, Failure> {
         true => "no client sent anything".to_string(),
         false => format!("the trace's clients are named like {}", names.join(", ")),
     };
-    Err(input(SimError::UnknownKey {
+    Err(super::sim_failure(SimError::UnknownKey {
         key: key.clone(),
         hint,
     }))

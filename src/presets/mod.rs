@@ -14,8 +14,10 @@
 //!
 //! [`Registry::standard`]: crate::Registry::standard
 
+use std::sync::OnceLock;
+
 use crate::algorithm::BoxedAlgorithm;
-use crate::registry::Entry;
+use crate::registry::{Entry, Registry};
 
 mod envoy;
 mod governor;
@@ -33,7 +35,24 @@ pub use nginx::{Nginx, NginxParams, NginxRate, NginxState};
 pub use tower::{Tower, TowerState};
 
 /// The group name that selects every preset (like `all` for the built-ins).
-pub const GROUP: &str = "presets";
+pub use crate::registry::PRESETS_GROUP as GROUP;
+
+impl Registry {
+    /// Everything ratesim ships: the six built-ins, then the presets (models of the
+    /// limiters people run, [`crate::presets`]), shared. Scenarios, the simulator and
+    /// the CLI name algorithms in this one; `all` still means the six and `presets`
+    /// the presets. (Defined here, above the registry, which knows no preset.)
+    pub fn standard() -> &'static Registry {
+        static STANDARD: OnceLock<Registry> = OnceLock::new();
+        STANDARD.get_or_init(|| {
+            let mut registry = Registry::builtin().clone();
+            for preset in entries() {
+                registry.add(preset);
+            }
+            registry
+        })
+    }
+}
 
 /// The registry entry of `nginx` with `limit_req` parameters `params` (a scenario's
 /// `[preset.nginx]`; [`NginxParams::default`] without one).
@@ -56,23 +75,9 @@ pub fn tower_entry() -> Entry {
     .as_preset()
 }
 
-/// What a run of `scenario` should tell its user about its presets: a rule that
-/// `nginx` cannot write in its own units (`r/s`, `r/m`) and was rounded.
-#[cfg(feature = "cli")]
-pub fn notes(scenario: &crate::sim::Scenario) -> Vec<String> {
-    if !scenario.algorithms.iter().any(|a| a == "nginx") {
-        return Vec::new();
-    }
-    let params = scenario.nginx.unwrap_or_default();
-    std::iter::once(&scenario.rule)
-        .chain(&scenario.extra_limits)
-        .filter_map(|rule| Nginx::new(*rule, params).rounding_note())
-        .collect()
-}
-
 /// Every preset, as registry entries in display order (`nginx` with its default
 /// `limit_req` parameters).
-pub(crate) fn entries() -> Vec<Entry> {
+fn entries() -> Vec<Entry> {
     vec![
         nginx_entry(NginxParams::default()),
         tower_entry(),
@@ -108,74 +113,4 @@ pub(crate) fn entries() -> Vec<Entry> {
         )
         .as_preset(),
     ]
-}
-
-#[cfg(all(test, feature = "cli"))]
-mod tests {
-    use super::*;
-    use crate::registry::Registry;
-    use crate::sim::Scenario;
-    use std::path::Path;
-
-    const SCENARIO: &str = r#"
-name = "s"
-duration = "10s"
-algorithms = ["presets", "fixed_window"]
-[limit]
-max_requests = 5
-window = "1s"
-[[traffic]]
-kind = "uniform"
-rate = 1.0
-"#;
-
-    #[test]
-    fn the_presets_group_names_the_presets_and_all_keeps_the_six() {
-        let s = Scenario::parse(SCENARIO, Path::new("s.toml")).unwrap();
-        let mut expected: Vec<String> = entries().iter().map(|e| e.name().to_string()).collect();
-        assert_eq!(&expected[..2], ["nginx", "tower"]);
-        expected.push("fixed_window".into());
-        assert_eq!(s.algorithms, expected);
-        let all = Registry::standard().resolve(&["all"]).unwrap();
-        assert_eq!(all.len(), 6);
-        assert!(!all.iter().any(|n| n == "nginx" || n == "tower"));
-        assert_eq!(s.nginx, None);
-    }
-
-    #[test]
-    fn a_preset_nginx_table_sets_limit_req_parameters_for_the_run() {
-        let text = format!("{SCENARIO}[preset.nginx]\nburst = 3\nnodelay = true\n");
-        let s = Scenario::parse(&text, Path::new("s.toml")).unwrap();
-        let params = NginxParams {
-            burst: 3,
-            nodelay: true,
-            delay: 0,
-        };
-        assert_eq!(s.nginx, Some(params));
-        let registry = s.registry(Registry::standard());
-        let nginx = registry.create("nginx", s.rule).unwrap();
-        use crate::Algorithm;
-        assert_eq!(nginx.capacity(), 4, "burst 3 + the free first request");
-        let plain = Registry::standard().create("nginx", s.rule).unwrap();
-        assert_eq!(plain.capacity(), 1, "nginx's default burst is 0");
-    }
-
-    #[test]
-    fn a_rate_nginx_cannot_write_is_rounded_and_the_run_is_told() {
-        let s = Scenario::parse(SCENARIO, Path::new("s.toml")).unwrap();
-        assert!(notes(&s).is_empty(), "5 per 1s is 5r/s");
-        let odd = SCENARIO.replace("window = \"1s\"", "window = \"13s\"");
-        let s = Scenario::parse(&odd, Path::new("s.toml")).unwrap();
-        let notes = notes(&s);
-        assert_eq!(notes.len(), 1);
-        assert!(notes[0].contains("rate=23r/m"), "{}", notes[0]);
-    }
-
-    #[test]
-    fn an_unknown_preset_key_is_an_error_at_its_line() {
-        let text = format!("{SCENARIO}[preset.nginx]\nburts = 3\n");
-        let err = Scenario::parse(&text, Path::new("s.toml")).unwrap_err();
-        let msg = err.to_string();
-        assert!(msg.contains("burts") && msg.contains("s.toml:12"), "{msg}");
-    }
 }

@@ -10,9 +10,9 @@ use super::{DEFAULT_TIMEOUT, FailurePolicy, Now, RedisError, RedisLimiter, Redis
 use super::{Scripted, Unrepresentable};
 use crate::algorithm::TokenBucket;
 use crate::algorithm::{FixedWindow, Gcra, LeakyBucket, SlidingWindowCounter, SlidingWindowLog};
-use crate::middleware::EndpointRule;
 use crate::registry::{Builtin, Registry, UnknownAlgorithm};
 use crate::rule::{Decision, Rule};
+use crate::store::EndpointRule;
 use crate::store::{KeyedLimiter, Store};
 use crate::time::{Clock, Nanos};
 
@@ -87,6 +87,22 @@ impl RedisEndpoints {
     /// The same store giving up on Redis after `timeout`.
     pub fn with_timeout(self, timeout: Duration) -> RedisEndpoints {
         RedisEndpoints { timeout, ..self }
+    }
+}
+
+/// A [`RedisStore`] is a [`Store`] as it stands: [`RedisStore::endpoints`]' defaults (the
+/// server's clock, failing closed after [`DEFAULT_TIMEOUT`]). So every type called a
+/// store in this crate is one: `Middleware::with_store(RedisStore::open(url)?, registry)`.
+impl Store for RedisStore {
+    type Limiter = EndpointLimiter;
+    type Error = EndpointError;
+
+    fn limiter(
+        &self,
+        spec: &EndpointRule,
+        registry: &Registry,
+    ) -> Result<EndpointLimiter, EndpointError> {
+        self.endpoints().limiter(spec, registry)
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use super::charts::TimelineChart;
 use super::output::OutputError;
 use super::readback::scan_decisions;
-use super::run::{limit_text, timeline_chart, timeline_lane};
+use super::views::{limit_text, timeline_chart, timeline_lane};
 use crate::sim::{RunReport, Timeline};
 
 /// True when the run is worth a one-client timeline: some algorithm held more than

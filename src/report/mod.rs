@@ -58,6 +58,7 @@ pub mod stale;
 pub mod summary;
 pub mod sweep;
 pub mod table;
+pub mod views;
 pub mod zoom;
 
 /// File name of the per-decision CSV.

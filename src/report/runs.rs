@@ -8,10 +8,10 @@
 use serde::Serialize;
 
 use super::csvout::json_string;
-use super::run::summary_rows;
 use super::table::{
     TableOptions, render_ratio_matrix, render_retry_outcomes, render_summary_table,
 };
+use super::views::summary_rows;
 use crate::sim::{Metrics, RunReport};
 
 /// One table per run, each under a heading naming the scenario and its limits, and

@@ -16,7 +16,7 @@ use std::path::Path;
 use super::charts::{SlideAnimation, SlideSeries, ZoomChart, ZoomLane, ZoomMark};
 use super::output::OutputError;
 use super::readback::scan_decisions;
-use super::run::{human_duration, limit_text};
+use super::views::{human_duration, limit_text};
 use crate::sim::{AlgorithmReport, RunReport, WindowSample};
 use crate::time::Nanos;
 

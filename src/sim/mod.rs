@@ -116,7 +116,8 @@ impl DecisionSink for NoopSink {
     }
 }
 
-/// Why a run failed.
+/// Why a run failed. The messages name no command-line flag: the CLI adds those
+/// (`--key:`, `--store:`), since a library caller may have set the same option in code.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// A bad scenario or trace file.
@@ -130,8 +131,8 @@ pub enum SimError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// `--key` names a client that sent nothing in this run.
-    #[error("--key: no client named `{key}` sent a request in this run; {hint}")]
+    /// The client chosen for the charts ([`Scenario::chart_key`]) sent nothing in this run.
+    #[error("no client named `{key}` sent a request in this run; {hint}")]
     UnknownKey {
         /// The name asked for.
         key: String,
@@ -147,20 +148,79 @@ pub enum SimError {
     /// The store holding the states (Redis) failed; the run stops, since a decision
     /// the store did not make is not one a report may count.
     #[error("the state store failed: {0}")]
-    Store(String),
+    Store(#[source] StoreFailure),
     /// A scenario or algorithm the chosen store cannot run.
-    #[error("{0}")]
-    StoreUnsupported(String),
+    #[error(transparent)]
+    StoreUnsupported(#[from] StoreUnsupported),
     /// A sweep was given a scenario with a `[deployment]`, which it cannot simulate yet.
     #[error(
         "a sweep runs one server: {scenario} has a [deployment] table, which sweep does not \
-         simulate yet; remove the table to sweep one server's limit, or compare server counts \
-         with `ratesim compare --nodes 1,2,4 --scenario FILE`"
+         simulate yet; remove the table to sweep one server's limit"
     )]
     SweepDeployment {
         /// The scenario's name.
         scenario: String,
     },
+}
+
+/// How the store holding the states (Redis, feature `redis`) failed during a run.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreFailure {
+    /// Redis did not answer (the connection, a timeout, a script error).
+    #[cfg(feature = "redis")]
+    #[error(transparent)]
+    Unavailable(#[from] crate::redis::StoreError),
+    /// The store refused a request whose cost exceeds the capacity where the run
+    /// expected an answer (a bug: such requests are never sent).
+    #[error(transparent)]
+    InsufficientCapacity(#[from] crate::limiter::InsufficientCapacity),
+    /// Redis evicted a state the run's decisions said was still in use, or kept one
+    /// they said was idle: the script and the algorithm disagree.
+    #[error(
+        "Redis holds a state for key {key} that is not idle at {at}, though its last \
+         decision said it would be: the script and the algorithm disagree"
+    )]
+    NotIdle {
+        /// The client's key in the store.
+        key: String,
+        /// The instant of the eviction.
+        at: Nanos,
+    },
+}
+
+/// What the chosen store ([`RunOptions::store`]) cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreUnsupported {
+    /// A scenario with a `[deployment]`, which simulates its own store.
+    #[error(
+        "{scenario} has a [deployment] table, which simulates its own store (shared, \
+         shared_racy, synced)"
+    )]
+    Deployment {
+        /// The scenario's name.
+        scenario: String,
+    },
+    /// An algorithm the store has no script for (only the six built-ins have one).
+    #[error(
+        "the Redis store has scripts for the six built-in algorithms; `{algorithm}` is not \
+         one of them"
+    )]
+    NotBuiltin {
+        /// The algorithm's name.
+        algorithm: String,
+    },
+    /// A rule the store's script cannot decide exactly.
+    #[cfg(feature = "redis")]
+    #[error("{algorithm}: {source}")]
+    Unrepresentable {
+        /// The algorithm's name.
+        algorithm: String,
+        /// The bound the rule breaks.
+        source: crate::redis::Unrepresentable,
+    },
+    /// A sweep keeps its states in memory.
+    #[error("a sweep keeps its states in memory; it does not run on another store")]
+    Sweep,
 }
 
 /// In-memory states never fail.

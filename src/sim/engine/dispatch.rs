@@ -93,11 +93,9 @@ pub fn check_store(
         #[cfg(feature = "redis")]
         super::StateStore::Redis(store) => {
             if scenario.deployment.is_some() {
-                return Err(SimError::StoreUnsupported(format!(
-                    "--store: {} has a [deployment] table, which simulates its own store \
-                     (shared, shared_racy, synced); run it without --store",
-                    scenario.name
-                )));
+                return Err(SimError::from(crate::sim::StoreUnsupported::Deployment {
+                    scenario: scenario.name.clone(),
+                }));
             }
             for name in &scenario.algorithms {
                 remote::limiter(store, registry.entry(name)?, &rules(scenario))?;
@@ -116,7 +114,7 @@ mod remote {
     use crate::redis::{RedisLimiter, RedisStore};
     use crate::registry::Entry;
     use crate::rule::Rule;
-    use crate::sim::SimError;
+    use crate::sim::{SimError, StoreUnsupported};
 
     /// How long a run waits for each of Redis's answers.
     const TIMEOUT: Duration = Duration::from_secs(30);
@@ -126,15 +124,14 @@ mod remote {
         entry: &Entry,
         rules: &[Rule],
     ) -> Result<RedisLimiter, SimError> {
-        let builtin = entry.builtin().ok_or_else(|| {
-            SimError::StoreUnsupported(format!(
-                "--store: the Redis store has scripts for the six built-in algorithms; \
-                 `{}` is not one of them",
-                entry.name()
-            ))
-        })?;
-        let unrepresentable = |e: crate::redis::Unrepresentable| {
-            SimError::StoreUnsupported(format!("--store: {}: {e}", entry.name()))
+        let builtin = entry
+            .builtin()
+            .ok_or_else(|| StoreUnsupported::NotBuiltin {
+                algorithm: entry.name().to_string(),
+            })?;
+        let unrepresentable = |source| StoreUnsupported::Unrepresentable {
+            algorithm: entry.name().to_string(),
+            source,
         };
         let mut parts = Vec::new();
         for rule in rules {

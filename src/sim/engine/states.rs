@@ -185,6 +185,7 @@ mod remote {
     use super::{Answer, Event, KeyStates, SimError};
     use crate::limiter::InsufficientCapacity;
     use crate::redis::{Now, RedisError, RedisLimiter};
+    use crate::sim::StoreFailure;
     use crate::time::Nanos;
 
     /// Tells apart the runs sharing one store prefix (an algorithm's first pass and
@@ -235,10 +236,10 @@ mod remote {
     /// A store failure stops the run: a decision the store did not make is not one the
     /// report may count.
     fn failed(error: RedisError) -> SimError {
-        match error {
-            RedisError::Unavailable { error, .. } => SimError::Store(error.to_string()),
-            other => SimError::Store(other.to_string()),
-        }
+        SimError::Store(match error {
+            RedisError::Unavailable { error, .. } => StoreFailure::Unavailable(error),
+            RedisError::InsufficientCapacity(e) => StoreFailure::InsufficientCapacity(e),
+        })
     }
 
     impl KeyStates for Remote {
@@ -316,11 +317,10 @@ mod remote {
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             let evicted = self.limiter.evict_idle(&refs, at).map_err(failed)?;
             if let Some(i) = evicted.iter().position(|gone| !gone) {
-                return Err(SimError::Store(format!(
-                    "Redis holds a state for key {} that is not idle at {at}, though its \
-                     last decision said it would be: the script and the algorithm disagree",
-                    names[i]
-                )));
+                return Err(SimError::Store(StoreFailure::NotIdle {
+                    key: names[i].clone(),
+                    at,
+                }));
             }
             for key in idle {
                 self.idle_at[key as usize] = None;

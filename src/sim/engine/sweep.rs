@@ -24,7 +24,9 @@ use super::reference::{ReferenceFeed, Share};
 use super::{RunOptions, report_of};
 use crate::registry::Entry;
 use crate::rule::Rule;
-use crate::sim::{AlgorithmReport, NoopSink, RunReport, Scenario, SimError, StateStore};
+use crate::sim::{
+    AlgorithmReport, NoopSink, RunReport, Scenario, SimError, StateStore, StoreUnsupported,
+};
 
 /// The algorithms (indices into the scenario's list) of one configuration that one
 /// worker runs together, sharing one reference.
@@ -61,9 +63,7 @@ pub fn sweep(
     }
     check_sweepable(scenario)?;
     if !matches!(options.store, StateStore::Memory) {
-        return Err(SimError::StoreUnsupported(
-            "a sweep keeps its states in memory; it does not run on another store".into(),
-        ));
+        return Err(StoreUnsupported::Sweep.into());
     }
     let registry = scenario.registry(options.registry);
     let entries = scenario

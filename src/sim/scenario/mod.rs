@@ -323,6 +323,19 @@ impl Scenario {
         }
     }
 
+    /// What a run of this scenario should tell its user about its presets: a rule that
+    /// `nginx` cannot write in its own units (`r/s`, `r/m`) and was rounded.
+    pub fn preset_notes(&self) -> Vec<String> {
+        if !self.algorithms.iter().any(|a| a == "nginx") {
+            return Vec::new();
+        }
+        let params = self.nginx.unwrap_or_default();
+        std::iter::once(&self.rule)
+            .chain(&self.extra_limits)
+            .filter_map(|rule| crate::presets::Nginx::new(*rule, params).rounding_note())
+            .collect()
+    }
+
     /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts
     /// without an explicit `period` follow the new window, so their spread must still
     /// fit in it; a burst the size of the old limit (the boundary lesson: a full quota

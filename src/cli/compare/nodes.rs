@@ -1,17 +1,17 @@
 //! `ratesim compare --nodes 1,2,4 --scenario FILE`: one scenario on each number of
 //! servers, each run in its own folder, then the long table and the chart across them.
 //!
-//! Dispatch only: each run is [`run::simulate`](super::run::simulate); the table and
-//! chart are the report layer's.
+//! Dispatch only: each run is [`run::simulate`](crate::cli::run::simulate); the table
+//! and chart are the report layer's. A mode of `compare`, so it lives under it.
 
 use std::path::Path;
 
 use anyhow::Context;
 use ratesim::{Registry, report};
 
-use super::compare::{CompareArgs, load};
-use super::run::{apply_overrides, note_stale, print_summary, simulate};
-use super::{Failure, input};
+use super::{CompareArgs, load};
+use crate::cli::run::{apply_overrides, note_stale, print_summary, simulate};
+use crate::cli::{Failure, input};
 
 pub(super) fn compare_nodes(
     args: &CompareArgs,
@@ -47,7 +47,7 @@ pub(super) fn compare_nodes(
         .clone()
         .unwrap_or_else(|| Path::new("output").join("compare"));
     for (_, scenario) in &variants {
-        super::run::refuse_oversized(scenario, &root.join(&scenario.name), &args.common)?;
+        crate::cli::run::refuse_oversized(scenario, &root.join(&scenario.name), &args.common)?;
     }
     let mut runs = Vec::new();
     for (n, scenario) in &variants {
