@@ -11,8 +11,11 @@ use serde::Serialize;
 
 use crate::time::Nanos;
 
+mod rules;
 mod series;
 
+pub use rules::RuleMetrics;
+pub(crate) use rules::delay_percentiles;
 pub(crate) use series::SeriesThinner;
 
 /// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row.
@@ -103,6 +106,23 @@ pub struct Metrics {
     pub limit_window_ns: u64,
     /// Its burst.
     pub limit_burst: u64,
+    /// The rule these window metrics are measured against, as `max_requests/window`
+    /// (`10/1s`); with several `[[limit]]`s, `summary.csv` has one row per rule.
+    pub rule: String,
+    /// Admissions a shaper (`nginx`, `tower`) delayed rather than passed at once; 0
+    /// for every other algorithm.
+    pub delayed: u64,
+    /// Median delay of the delayed admissions, in ns, exact (nearest rank); `None`
+    /// when none was delayed.
+    pub delay_p50_ns: Option<u64>,
+    /// 99th percentile of the same, exact.
+    pub delay_p99_ns: Option<u64>,
+    /// The longest delay, exact.
+    pub delay_max_ns: Option<u64>,
+    /// Every rule's window metrics, in the scenario's order (the first is the one the
+    /// fields above measure); written as rows of their own, not as a column.
+    #[serde(skip)]
+    pub rules: Vec<RuleMetrics>,
 }
 
 /// The trailing-window admitted count at one instant.
