@@ -47,6 +47,7 @@ pub mod analysis;
 pub mod charts;
 pub mod client_timeline;
 pub mod csvout;
+pub mod details;
 pub mod html;
 pub mod listing;
 pub mod metadata;

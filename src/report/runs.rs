@@ -34,6 +34,14 @@ pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
             text.push_str("\n\n");
             text.push_str(&retry);
         }
+        let details = [
+            super::details::render_rules(r, options),
+            super::details::render_delays(r, options),
+        ];
+        for detail in details.into_iter().flatten() {
+            text.push_str("\n\n");
+            text.push_str(&detail);
+        }
         text.push_str("\n\n");
     }
     if reports.len() > 1 {

@@ -99,16 +99,6 @@ pub struct Metrics {
     /// can be missed. `None` when the states lived outside this process (a run on
     /// Redis), where this process measures nothing.
     pub state_bytes_per_key: Option<u64>,
-    /// The limit these numbers are measured against (the scenario's first): its
-    /// `max_requests`, so a summary row says what "over" meant.
-    pub limit_max_requests: u64,
-    /// Its window, in nanoseconds.
-    pub limit_window_ns: u64,
-    /// Its burst.
-    pub limit_burst: u64,
-    /// The rule these window metrics are measured against, as `max_requests/window`
-    /// (`10/1s`); with several `[[limit]]`s, `summary.csv` has one row per rule.
-    pub rule: String,
     /// Admissions a shaper (`nginx`, `tower`) delayed rather than passed at once; 0
     /// for every other algorithm.
     pub delayed: u64,
@@ -119,6 +109,17 @@ pub struct Metrics {
     pub delay_p99_ns: Option<u64>,
     /// The longest delay, exact.
     pub delay_max_ns: Option<u64>,
+    /// The rule the window metrics (`max_in_window`, `over_admission`, `excess`) are
+    /// measured against, as `max_requests/window` (`10/1s`); with several
+    /// `[[limit]]`s, `summary.csv` has one row per rule.
+    pub rule: String,
+    /// The limit these numbers are measured against (the scenario's first): its
+    /// `max_requests`, so a summary row says what "over" meant.
+    pub limit_max_requests: u64,
+    /// Its window, in nanoseconds.
+    pub limit_window_ns: u64,
+    /// Its burst.
+    pub limit_burst: u64,
     /// Every rule's window metrics, in the scenario's order (the first is the one the
     /// fields above measure); written as rows of their own, not as a column.
     #[serde(skip)]
