@@ -208,7 +208,6 @@ mod remote {
 
     use super::super::probe::earliest_pass_by;
     use super::{Answer, Event, KeyStates, SimError};
-    use crate::limiter::InsufficientCapacity;
     use crate::redis::{Now, RedisError, RedisLimiter};
     use crate::time::Nanos;
 
@@ -271,36 +270,34 @@ mod remote {
 
         fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, SimError> {
             let name = self.name(event.key);
-            match self
-                .limiter
-                .try_acquire_n(&name, event.cost, Now::Caller(at))
-            {
-                Ok(d) => {
-                    self.decided(event.key, at, d.reset_after);
-                    Ok(Answer {
-                        allowed: d.allowed,
-                        remaining: d.remaining,
-                        retry_after: Some(d.retry_after),
-                        delay: Nanos::ZERO,
-                        denied_by: None,
-                        node: None,
-                    })
-                }
-                // Refused before anything was sent, as in memory: no key is created,
+            if event.cost > self.limiter.capacity() {
+                // Refused before anything is sent, as in memory: no key is created,
                 // and `remaining` is read without consuming.
-                Err(RedisError::InsufficientCapacity(InsufficientCapacity { .. })) => {
-                    let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
-                    Ok(Answer {
-                        allowed: false,
-                        remaining: peeked.remaining,
-                        retry_after: None,
-                        delay: Nanos::ZERO,
-                        denied_by: None,
-                        node: None,
-                    })
-                }
-                Err(e) => Err(failed(e)),
+                let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
+                return Ok(Answer {
+                    allowed: false,
+                    remaining: peeked.remaining,
+                    retry_after: None,
+                    delay: Nanos::ZERO,
+                    denied_by: None,
+                    node: None,
+                });
             }
+            // The composite form also says which rule denied (one round trip either way).
+            let all = self
+                .limiter
+                .try_acquire_all(&name, event.cost, Now::Caller(at))
+                .map_err(failed)?;
+            let d = all.decision;
+            self.decided(event.key, at, d.reset_after);
+            Ok(Answer {
+                allowed: d.allowed,
+                remaining: d.remaining,
+                retry_after: Some(d.retry_after),
+                delay: Nanos::ZERO,
+                denied_by: all.denied_by.map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
+                node: None,
+            })
         }
 
         fn earliest(
