@@ -99,8 +99,7 @@ pub struct Metrics {
     /// can be missed. `None` when the states lived outside this process (a run on
     /// Redis), where this process measures nothing.
     pub state_bytes_per_key: Option<u64>,
-    /// Admissions a shaper (`nginx`, `tower`) delayed rather than passed at once; 0
-    /// for every other algorithm.
+    /// Admissions a shaper (`nginx`, `tower`) delayed; 0 for every other algorithm.
     pub delayed: u64,
     /// Median delay of the delayed admissions, in ns, exact (nearest rank); `None`
     /// when none was delayed.
@@ -109,9 +108,8 @@ pub struct Metrics {
     pub delay_p99_ns: Option<u64>,
     /// The longest delay, exact.
     pub delay_max_ns: Option<u64>,
-    /// The rule the window metrics (`max_in_window`, `over_admission`, `excess`) are
-    /// measured against, as `max_requests/window` (`10/1s`); with several
-    /// `[[limit]]`s, `summary.csv` has one row per rule.
+    /// The rule the window metrics are measured against, as `max_requests/window`
+    /// (`10/1s`); with several `[[limit]]`s, `summary.csv` has one row per rule.
     pub rule: String,
     /// The limit these numbers are measured against (the scenario's first): its
     /// `max_requests`, so a summary row says what "over" meant.
