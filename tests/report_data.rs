@@ -479,3 +479,42 @@ fn report_html_shows_each_servers_attempts_and_admissions_and_the_delays() {
         "no servers without a deployment"
     );
 }
+
+/// The most cost of one key passing in any `(t − W, t]`, over passes before `end`.
+fn brute_max_passing(passes: &[(Nanos, String)], window: u64, end: Nanos) -> u64 {
+    let passes: Vec<_> = passes.iter().filter(|(t, _)| *t < end).cloned().collect();
+    brute_max(&passes, window)
+}
+
+#[test]
+fn in_a_deployment_a_shapers_admissions_count_when_they_pass() {
+    let scenario = DEPLOYED
+        .replace(
+            r#"["sliding_window_log", "fixed_window"]"#,
+            r#"["nginx", "tower"]"#,
+        )
+        .replace("store = \"local\"", "store = \"shared\"")
+        .replace("[deployment]", "[preset.nginx]\nburst = 5\n[deployment]");
+    let (_dir, out) = run(&scenario, &[]);
+    let decisions = rows(&out.join("decisions.csv"));
+    let summary = rows(&out.join("summary.csv"));
+    for name in ["nginx", "tower"] {
+        let passes: Vec<(Nanos, String)> = decisions
+            .iter()
+            .filter(|r| r["algorithm"] == name && r["allowed"] == "true")
+            .map(|r| {
+                let t = secs(&r["time_s"]).saturating_add(secs(&r["delay_s"]));
+                (t, r["key"].clone())
+            })
+            .collect();
+        let delayed = decisions
+            .iter()
+            .filter(|r| r["algorithm"] == name && secs(&r["delay_s"]) > Nanos::ZERO)
+            .count();
+        let s = summary.iter().find(|r| r["algorithm"] == name).unwrap();
+        assert!(delayed > 0, "{name} delayed nothing on a shared store");
+        assert_eq!(s["delayed"], delayed.to_string(), "{name}");
+        let expected = brute_max_passing(&passes, 2_000_000_000, Nanos::from_secs(30));
+        assert_eq!(s["max_in_window"], expected.to_string(), "{name}");
+    }
+}
