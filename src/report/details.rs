@@ -164,7 +164,8 @@ fn html_rules(report: &RunReport) -> String {
     t.push_str("</table>\n");
     let _ = writeln!(
         t,
-        "<p>Worst rule per algorithm — {}.</p>",
+        "<p>Worst rule per algorithm (its largest over-admission; 1.00× or less means \
+         every rule held) — {}.</p>",
         escape(&worst_words.join("; "))
     );
     t
