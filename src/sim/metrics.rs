@@ -18,7 +18,8 @@ pub use rules::RuleMetrics;
 pub(crate) use rules::delay_percentiles;
 pub(crate) use series::SeriesThinner;
 
-/// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row.
+/// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row (one per rule,
+/// through [`Metrics::rule_rows`], with several `[[limit]]`s).
 ///
 /// Counts are requests (attempts), not cost units, except `max_in_window`, which is
 /// by cost as docs/design.md §6 defines it. Fields that do not apply to the client model are
