@@ -118,6 +118,9 @@ fn csv_rows(rows: u64) {
                 } else {
                     Nanos::new(123_456_789)
                 }),
+                delay: Nanos::ZERO,
+                node: None,
+                denied_by: (!allowed).then_some("100/1s"),
             })
             .expect("write");
     }

@@ -159,6 +159,10 @@ impl<A: Algorithm> Algorithm for Composite<A> {
     fn is_idle(&self, state: &Self::State, now: Nanos) -> bool {
         self.parts.iter().zip(state).all(|(p, s)| p.is_idle(s, now))
     }
+
+    fn binding_rule(&self, state: &Self::State, now: Nanos, cost: u64) -> Option<usize> {
+        Composite::binding_rule(self, state, now, cost)
+    }
 }
 
 /// The index of the longest of `waits` (`None`, can never pass, outranks any finite

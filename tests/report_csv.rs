@@ -28,6 +28,9 @@ fn record<'a>(
         allowed,
         remaining: 4 - seq.min(4),
         retry_after: wait_ns.map(Nanos::new),
+        delay: Nanos::new(if allowed { seq * 1_000_000_001 } else { 0 }),
+        node: (seq % 3 == 1).then_some(seq as u32),
+        denied_by: (!allowed).then_some("10/1s"),
     }
 }
 
@@ -73,7 +76,10 @@ fn decisions_csv_has_the_exact_header_and_rows_parse_back_to_the_nanosecond() {
 
     let text = fs::read_to_string(&path).unwrap();
     assert!(
-        text.starts_with("algorithm,seq,time_s,key,cost,allowed,remaining,retry_after_s,attempt\n"),
+        text.starts_with(
+            "algorithm,seq,time_s,key,cost,allowed,remaining,retry_after_s,attempt,\
+             delay_s,node,denied_by\n"
+        ),
         "{text}"
     );
     let mut reader = csv::Reader::from_path(&path).unwrap();
@@ -101,6 +107,24 @@ fn decisions_csv_has_the_exact_header_and_rows_parse_back_to_the_nanosecond() {
             None => assert_eq!(&row[7], "", "a request that can never fit has no wait"),
         }
         assert_eq!(row[8].parse::<u32>().unwrap(), (i % 3) as u32);
+        let delay = if i % 2 == 0 {
+            i as u64 * 1_000_000_001
+        } else {
+            0
+        };
+        assert_eq!(
+            Nanos::parse_decimal_secs(&row[9]).unwrap(),
+            Nanos::new(delay),
+            "delay_s {:?}",
+            &row[9]
+        );
+        let node = if i % 3 == 1 {
+            i.to_string()
+        } else {
+            String::new()
+        };
+        assert_eq!(&row[10], node, "node, empty without a deployment");
+        assert_eq!(&row[11], if i % 2 == 0 { "" } else { "10/1s" }, "denied_by");
     }
     // Exact decimals, not floats: 10 s + 1 ns is not rounded to 10.
     assert_eq!(&rows[4][2], "10.000000001");
@@ -117,8 +141,8 @@ fn decisions_csv_to_a_stream_matches_the_file_form() {
     let bytes = writer.into_inner().unwrap();
     assert_eq!(
         String::from_utf8(bytes).unwrap(),
-        "algorithm,seq,time_s,key,cost,allowed,remaining,retry_after_s,attempt\n\
-         fixed_window,0,2.5,k,1,true,4,0,0\n"
+        "algorithm,seq,time_s,key,cost,allowed,remaining,retry_after_s,attempt,delay_s,node,\
+         denied_by\nfixed_window,0,2.5,k,1,true,4,0,0,0,,\n"
     );
 }
 
@@ -260,6 +284,9 @@ fn decisions_csv_throughput() {
         allowed: !i.is_multiple_of(4),
         remaining: i % 5,
         retry_after: Some(Nanos::new((i % 4) * 1_250_000_001)),
+        delay: Nanos::ZERO,
+        node: None,
+        denied_by: None,
     };
 
     let mut writer = DecisionCsvWriter::from_writer(std::io::sink()).unwrap();

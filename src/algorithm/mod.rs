@@ -122,6 +122,15 @@ pub trait Algorithm: Send + Sync + 'static {
         let _ = packed;
         unreachable!("{} does not pack its states", self.name())
     }
+
+    /// Which of this policy's rules keeps a request of `cost` from passing at `now`
+    /// (their index, in order), when it enforces several: a
+    /// [`Composite`](crate::Composite) names the rule with the longest wait. `None` for
+    /// a policy of one rule (the default), or when the request would pass. Only asks.
+    fn binding_rule(&self, state: &Self::State, now: Nanos, cost: u64) -> Option<usize> {
+        let _ = (state, now, cost);
+        None
+    }
 }
 
 /// The answer of [`Algorithm::acquire`]: pass now, pass later, or never for this request.

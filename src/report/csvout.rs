@@ -13,8 +13,11 @@ use serde::Serialize;
 use super::output::{AtomicFile, OutputError};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
-/// The exact header of `decisions.csv` (docs/design.md §7, plus the retry `attempt` column).
-pub const DECISIONS_HEADER: [&str; 9] = [
+/// The exact header of `decisions.csv` (docs/design.md §7, plus the retry `attempt`
+/// column, a shaper's `delay_s`, the deployment's `node` and the rule a denial came
+/// from, `denied_by`). The columns are the same in every run; a cell that does not
+/// apply is empty (`node` without a deployment, `denied_by` on an admission).
+pub const DECISIONS_HEADER: [&str; 12] = [
     "algorithm",
     "seq",
     "time_s",
@@ -24,6 +27,9 @@ pub const DECISIONS_HEADER: [&str; 9] = [
     "remaining",
     "retry_after_s",
     "attempt",
+    "delay_s",
+    "node",
+    "denied_by",
 ];
 
 /// The exact header of `window_counts.csv`.
@@ -233,6 +239,12 @@ impl<W: Write> DecisionCsvWriter<W> {
             None => s.str(""),
         }
         s.u64(u64::from(record.attempt));
+        s.secs(record.delay);
+        match record.node {
+            Some(node) => s.u64(u64::from(node)),
+            None => s.str(""),
+        }
+        s.str(record.denied_by.unwrap_or(""));
         self.inner.emit()
     }
 }

@@ -102,6 +102,7 @@ pub fn render_html(
     );
     page.push_str("<h2>Summary</h2>\n");
     page.push_str(&summary_table(report));
+    page.push_str(&super::details::html_sections(report));
     page.push_str("<h2>What the numbers mean</h2>\n<ul>\n");
     for sentence in sentences {
         // The algorithm's name, before the first colon, in bold.

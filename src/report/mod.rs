@@ -30,12 +30,15 @@
 //!     allowed: false,
 //!     remaining: 0,
 //!     retry_after: Some(Nanos::from_millis(9_900)),
+//!     delay: Nanos::ZERO,
+//!     node: None,
+//!     denied_by: Some("5/10s"),
 //! })?;
 //! let text = String::from_utf8(csv.into_inner()?)?;
 //! assert_eq!(
 //!     text,
-//!     "algorithm,seq,time_s,key,cost,allowed,remaining,retry_after_s,attempt\n\
-//!      fixed_window,0,10.000000001,user_1,1,false,0,9.9,0\n"
+//!     "algorithm,seq,time_s,key,cost,allowed,remaining,retry_after_s,attempt,delay_s,node,denied_by\n\
+//!      fixed_window,0,10.000000001,user_1,1,false,0,9.9,0,0,,5/10s\n"
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -44,6 +47,7 @@ pub mod analysis;
 pub mod charts;
 pub mod client_timeline;
 pub mod csvout;
+pub mod details;
 pub mod html;
 pub mod listing;
 pub mod metadata;

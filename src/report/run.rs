@@ -139,7 +139,12 @@ pub fn write_run(
     options: WriteOptions<'_>,
 ) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = vec![write_window_counts(report, dir)?];
-    let metrics: Vec<_> = report.algorithms.iter().map(|a| &a.metrics).collect();
+    // One row per algorithm, or per algorithm and rule with several `[[limit]]`s.
+    let metrics: Vec<_> = report
+        .algorithms
+        .iter()
+        .flat_map(|a| a.metrics.rule_rows())
+        .collect();
     let (csv, json) = write_summary(dir, &metrics)?;
     written.extend([csv, json]);
     let zoom = options

@@ -5,6 +5,8 @@
 //! Glue like [`run`](super::run): it reads finished [`RunReport`]s and returns text.
 //! It must not drive the engine, write files or print.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use super::csvout::json_string;
@@ -31,6 +33,14 @@ pub fn render_runs(reports: &[RunReport], options: TableOptions) -> String {
         if let Some(retry) = render_retry_outcomes(&rows, options) {
             text.push_str("\n\n");
             text.push_str(&retry);
+        }
+        let details = [
+            super::details::render_rules(r, options),
+            super::details::render_delays(r, options),
+        ];
+        for detail in details.into_iter().flatten() {
+            text.push_str("\n\n");
+            text.push_str(&detail);
         }
         text.push_str("\n\n");
     }
@@ -169,7 +179,7 @@ struct ScenarioLabel<'a> {
 struct LabelledMetrics<'a> {
     scenario: &'a str,
     #[serde(flatten)]
-    metrics: &'a Metrics,
+    metrics: Cow<'a, Metrics>,
 }
 
 /// `summary.csv`'s rows for every run, under one header; with several runs a first
@@ -178,14 +188,14 @@ struct LabelledMetrics<'a> {
 pub fn summary_csv(reports: &[RunReport]) -> Result<String, csv::Error> {
     let mut out = csv::Writer::from_writer(Vec::new());
     for r in reports {
-        for a in &r.algorithms {
+        for metrics in r.algorithms.iter().flat_map(|a| a.metrics.rule_rows()) {
             if reports.len() > 1 {
                 let label = ScenarioLabel {
                     scenario: &r.scenario,
                 };
-                out.serialize((label, &a.metrics))?;
+                out.serialize((label, &*metrics))?;
             } else {
-                out.serialize(&a.metrics)?;
+                out.serialize(&*metrics)?;
             }
         }
     }
@@ -200,16 +210,23 @@ pub fn summary_csv(reports: &[RunReport]) -> Result<String, csv::Error> {
 /// one run it is exactly that run's `summary.json`.
 pub fn summary_json(reports: &[RunReport]) -> Result<String, serde_json::Error> {
     if let [one] = reports {
-        let metrics: Vec<&Metrics> = one.algorithms.iter().map(|a| &a.metrics).collect();
+        let metrics: Vec<Cow<'_, Metrics>> = one
+            .algorithms
+            .iter()
+            .flat_map(|a| a.metrics.rule_rows())
+            .collect();
         return json_string(&metrics);
     }
     let rows: Vec<LabelledMetrics<'_>> = reports
         .iter()
         .flat_map(|r| {
-            r.algorithms.iter().map(|a| LabelledMetrics {
-                scenario: &r.scenario,
-                metrics: &a.metrics,
-            })
+            r.algorithms
+                .iter()
+                .flat_map(|a| a.metrics.rule_rows())
+                .map(|metrics| LabelledMetrics {
+                    scenario: &r.scenario,
+                    metrics,
+                })
         })
         .collect();
     json_string(&rows)

@@ -116,13 +116,13 @@ fn triple(a: Option<u64>, b: Option<u64>, c: Option<u64>) -> String {
 }
 
 /// One cell before layout: its text, and whether it is highlighted (bold red).
-struct Entry {
-    text: String,
-    alert: bool,
+pub(super) struct Entry {
+    pub(super) text: String,
+    pub(super) alert: bool,
 }
 
 impl Entry {
-    fn plain(text: impl Into<String>) -> Entry {
+    pub(super) fn plain(text: impl Into<String>) -> Entry {
         Entry {
             text: text.into(),
             alert: false,
@@ -131,9 +131,9 @@ impl Entry {
 }
 
 /// A table before layout: headers and rows of cells, the first column the row labels.
-struct Grid {
-    headers: Vec<String>,
-    rows: Vec<Vec<Entry>>,
+pub(super) struct Grid {
+    pub(super) headers: Vec<String>,
+    pub(super) rows: Vec<Vec<Entry>>,
 }
 
 /// Display width of `text`, one column per `char` (our cells are ASCII plus `×`, `–`,
@@ -170,7 +170,7 @@ impl Grid {
     /// Renders the table; when it cannot fit `options.width` even with every header
     /// wrapped, as several tables stacked, each repeating the label column (a column
     /// too wide to fit even beside the labels alone overflows rather than breaks).
-    fn render(&self, options: TableOptions) -> String {
+    pub(super) fn render(&self, options: TableOptions) -> String {
         let min = self.min_widths();
         let pages = match fit_width(options) {
             Some(width) => pages(&min, usize::from(width)),
@@ -215,7 +215,7 @@ impl Grid {
 }
 
 /// The width tables are fitted to, if any (bogus narrow widths replaced).
-fn fit_width(options: TableOptions) -> Option<u16> {
+pub(super) fn fit_width(options: TableOptions) -> Option<u16> {
     options.width.map(|width| {
         if width < MIN_TERMINAL_WIDTH {
             FALLBACK_WIDTH
@@ -435,7 +435,7 @@ pub fn render_retry_outcomes(rows: &[SummaryRow], options: TableOptions) -> Opti
 
 /// A duration to three significant digits in the largest unit that keeps it at or
 /// above 1: `850ns`, `12.3ms`, `1.14s`, `118s` (display only: a float is fine here).
-fn short_duration(n: Nanos) -> String {
+pub(super) fn short_duration(n: Nanos) -> String {
     let ns = n.as_u64();
     // Thresholds at x999.5 so that rounding never prints `1000ms` for `1.00s`.
     let (value, unit) = match ns {
@@ -455,7 +455,7 @@ fn short_duration(n: Nanos) -> String {
 }
 
 /// `text` wrapped at spaces to `width` columns (unwrapped when `None`).
-fn wrap(text: &str, width: Option<u16>) -> String {
+pub(super) fn wrap(text: &str, width: Option<u16>) -> String {
     let Some(width) = width.map(usize::from) else {
         return text.to_string();
     };
@@ -538,7 +538,7 @@ fn new_table(options: TableOptions) -> Table {
 }
 
 /// An over-admission ratio (`1.60×`), an alert above 1.0.
-fn ratio_entry(ratio: f64) -> Entry {
+pub(super) fn ratio_entry(ratio: f64) -> Entry {
     Entry {
         text: super::summary::format_ratio(ratio),
         alert: ratio > 1.0,

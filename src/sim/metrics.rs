@@ -11,11 +11,15 @@ use serde::Serialize;
 
 use crate::time::Nanos;
 
+mod rules;
 mod series;
 
+pub use rules::RuleMetrics;
+pub(crate) use rules::delay_percentiles;
 pub(crate) use series::SeriesThinner;
 
-/// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row.
+/// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row (one per rule,
+/// through [`Metrics::rule_rows`], with several `[[limit]]`s).
 ///
 /// Counts are requests (attempts), not cost units, except `max_in_window`, which is
 /// by cost as docs/design.md §6 defines it. Fields that do not apply to the client model are
@@ -96,6 +100,18 @@ pub struct Metrics {
     /// can be missed. `None` when the states lived outside this process (a run on
     /// Redis), where this process measures nothing.
     pub state_bytes_per_key: Option<u64>,
+    /// Admissions a shaper (`nginx`, `tower`) delayed; 0 for every other algorithm.
+    pub delayed: u64,
+    /// Median delay of the delayed admissions, in ns, exact (nearest rank); `None`
+    /// when none was delayed.
+    pub delay_p50_ns: Option<u64>,
+    /// 99th percentile of the same, exact.
+    pub delay_p99_ns: Option<u64>,
+    /// The longest delay, exact.
+    pub delay_max_ns: Option<u64>,
+    /// The rule the window metrics are measured against, as `max_requests/window`
+    /// (`10/1s`); with several `[[limit]]`s, `summary.csv` has one row per rule.
+    pub rule: String,
     /// The limit these numbers are measured against (the scenario's first): its
     /// `max_requests`, so a summary row says what "over" meant.
     pub limit_max_requests: u64,
@@ -103,6 +119,10 @@ pub struct Metrics {
     pub limit_window_ns: u64,
     /// Its burst.
     pub limit_burst: u64,
+    /// Every rule's window metrics, in the scenario's order (the first is the one the
+    /// fields above measure); written as rows of their own, not as a column.
+    #[serde(skip)]
+    pub rules: Vec<RuleMetrics>,
 }
 
 /// The trailing-window admitted count at one instant.

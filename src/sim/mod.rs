@@ -39,7 +39,8 @@ pub use engine::{
     PROGRESS_STEPS, RunOptions, StateStore, check_store, check_sweepable, run, sweep,
 };
 pub use metrics::{
-    LatencyHistogram, Metrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES, WindowSample,
+    LatencyHistogram, Metrics, RuleMetrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES,
+    WindowSample,
 };
 pub use scenario::{
     Balancer, ClientModel, Deployment, KeySpec, Popularity, Rate, Scenario, ScenarioError, Store,
@@ -83,6 +84,15 @@ pub struct DecisionRow<'a> {
     /// fit. A request that fits may still be told `Nanos::MAX` (a wait past the end of
     /// the clock's range).
     pub retry_after: Option<Nanos>,
+    /// How long a shaper (`nginx`, `tower`) held an admitted request back: it reaches
+    /// the service at `time + delay`. Zero for an immediate admission and a denial.
+    pub delay: Nanos,
+    /// Under a `[deployment]`, the server (0-based) that decided; `None` without one.
+    pub node: Option<u32>,
+    /// A denial: the rule that denied it, as `10/1s` (`max_requests/window`; with
+    /// several `[[limit]]`s the one with the longest wait). `None` when admitted, or
+    /// when the store cannot say which of several rules it was (Redis).
+    pub denied_by: Option<&'a str>,
 }
 
 /// Where one algorithm's decisions go, in decision order. The engine gives each
@@ -276,6 +286,18 @@ impl From<&crate::rule::Rule> for RuleReport {
             burst: rule.burst(),
         }
     }
+}
+
+impl RuleReport {
+    /// The rule as reports name it: `max_requests/window`, e.g. `10/1s`, `30/10s`.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.max_requests, self.window)
+    }
+}
+
+/// `rule`'s label, as [`RuleReport::label`] writes it.
+pub(crate) fn rule_label(rule: &crate::rule::Rule) -> String {
+    RuleReport::from(rule).label()
 }
 
 /// One algorithm's results.

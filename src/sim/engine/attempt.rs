@@ -43,4 +43,12 @@ pub(super) struct Answer {
     /// `decisions.csv` writes it. A request that fits may still be told `Nanos::MAX`:
     /// a real wait, past the end of the clock's range (a window of centuries).
     pub(super) retry_after: Option<Nanos>,
+    /// How long a shaper held an admitted request back (`Outcome::Delayed`); zero for
+    /// an immediate admission and for a denial.
+    pub(super) delay: Nanos,
+    /// A denial: which of the scenario's rules denied it (0 = the first `[[limit]]`;
+    /// always 0 with one rule). `None` when admitted.
+    pub(super) denied_by: Option<u32>,
+    /// Under a `[deployment]`, the server that decided it; `None` otherwise.
+    pub(super) node: Option<u32>,
 }

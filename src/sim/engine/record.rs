@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 use super::attempt::{Answer, Event};
 use crate::sim::metrics::{BucketCursor, SeriesThinner, WindowTracker};
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, Scenario};
-use crate::sim::{SimError, Timeline};
+use crate::sim::{RuleMetrics, SimError, Timeline};
 use crate::time::Nanos;
 
 /// The counters, window counts and timeline of one algorithm's run.
@@ -18,6 +18,11 @@ pub(super) struct Recording {
     /// The counters; the other metrics are filled in when the run ends.
     pub(super) m: Metrics,
     tracker: WindowTracker,
+    /// The trailing-window counts of each further `[[limit]]`, against its own window
+    /// and limit (no series: the charts follow the first rule).
+    extra: Vec<WindowTracker>,
+    /// How long each delayed admission was held back, in ns (exact percentiles).
+    delays: Vec<u64>,
     series: SeriesThinner,
     /// `(key, instant, cost)` of each admission not yet counted by `tracker`.
     admitted: Vec<(u32, Nanos, u64)>,
@@ -80,6 +85,12 @@ impl Recording {
                 ..Metrics::default()
             },
             tracker,
+            extra: sc
+                .extra_limits
+                .iter()
+                .map(|r| WindowTracker::new(r.window(), r.max_requests()))
+                .collect(),
+            delays: Vec::new(),
             series: SeriesThinner::new(span),
             admitted: Vec::new(),
             delayed: BinaryHeap::new(),
@@ -106,6 +117,10 @@ impl Recording {
         self.timeline.record_in(bucket, allowed);
         if allowed {
             m.allowed += 1;
+            if passes > event.time {
+                m.delayed += 1;
+                self.delays.push((passes - event.time).as_u64());
+            }
             if passes == event.time && self.delayed.is_empty() {
                 self.admitted.push((event.key, event.time, event.cost));
             } else {
@@ -151,6 +166,9 @@ impl Recording {
                     series.push(t, c);
                 }
             });
+            for tracker in &mut self.extra {
+                tracker.admit(key, at, cost, |_, _| {});
+            }
         }
         self.admitted.clear();
         self.pass_delayed(self.clock, true);
@@ -171,6 +189,9 @@ impl Recording {
                     series.push(t, c);
                 }
             });
+            for tracker in &mut self.extra {
+                tracker.admit(key, at, cost, |_, _| {});
+            }
         }
     }
 
@@ -185,11 +206,15 @@ impl Recording {
         let Recording {
             mut m,
             mut tracker,
+            extra,
+            mut delays,
             mut series,
             timeline,
             keep_series,
             ..
         } = self;
+        [m.delay_p50_ns, m.delay_p99_ns, m.delay_max_ns] =
+            crate::sim::metrics::delay_percentiles(&mut delays);
         tracker.finish(sc.duration, |t, c| {
             if keep_series {
                 series.push(t, c);
@@ -206,6 +231,8 @@ impl Recording {
         m.worst_key = shown.map(|k| keys.name(k).to_string());
         m.over_admission = tracker.max as f64 / sc.rule.max_requests() as f64;
         m.excess = tracker.excess;
+        m.rule = crate::sim::rule_label(&sc.rule);
+        m.rules = per_rule(&m, sc, &extra, keys);
         m.allow_rate = (m.attempts > 0).then(|| m.allowed as f64 / m.attempts as f64);
         m.requests_denied_share =
             (m.requests > 0).then(|| m.requests_denied as f64 / m.requests as f64);
@@ -226,6 +253,41 @@ impl Recording {
     }
 }
 
+/// Every rule's window metrics, in the scenario's order: the first is `m`'s own; each
+/// further `[[limit]]` is measured by its tracker in `extra`.
+fn per_rule(
+    m: &Metrics,
+    sc: &Scenario,
+    extra: &[WindowTracker],
+    keys: &KeyTable,
+) -> Vec<RuleMetrics> {
+    let first = RuleMetrics {
+        rule: m.rule.clone(),
+        max_in_window: m.max_in_window,
+        worst_key: m.worst_key.clone(),
+        over_admission: m.over_admission,
+        excess: m.excess,
+        limit_max_requests: m.limit_max_requests,
+        limit_window_ns: m.limit_window_ns,
+        limit_burst: m.limit_burst,
+    };
+    let others = sc
+        .extra_limits
+        .iter()
+        .zip(extra)
+        .map(|(rule, t)| RuleMetrics {
+            rule: crate::sim::rule_label(rule),
+            max_in_window: t.max,
+            worst_key: t.worst_key.map(|k| keys.name(k).to_string()),
+            over_admission: t.max as f64 / rule.max_requests() as f64,
+            excess: t.excess,
+            limit_max_requests: rule.max_requests(),
+            limit_window_ns: rule.window().as_u64(),
+            limit_burst: rule.burst(),
+        });
+    std::iter::once(first).chain(others).collect()
+}
+
 /// The decision rows of one algorithm's run, on their way to its sink.
 pub(super) struct DecisionLog {
     /// The algorithm's name, as rows and errors show it.
@@ -234,14 +296,24 @@ pub(super) struct DecisionLog {
     sink: Option<Box<dyn DecisionSink>>,
     /// The sink wants each decision's row.
     rows: bool,
+    /// Each rule's label (`10/1s`), in the scenario's order, for `denied_by`.
+    rules: Vec<String>,
 }
 
 impl DecisionLog {
-    pub(super) fn new(name: String, sink: Option<Box<dyn DecisionSink>>) -> DecisionLog {
+    pub(super) fn new(
+        name: String,
+        sink: Option<Box<dyn DecisionSink>>,
+        sc: &Scenario,
+    ) -> DecisionLog {
         DecisionLog {
             name,
             rows: sink.as_ref().is_some_and(|s| s.wants_rows()),
             sink,
+            rules: std::iter::once(&sc.rule)
+                .chain(&sc.extra_limits)
+                .map(crate::sim::rule_label)
+                .collect(),
         }
     }
 
@@ -269,6 +341,9 @@ impl DecisionLog {
             allowed: answer.allowed,
             remaining: answer.remaining,
             retry_after: answer.retry_after,
+            delay: answer.delay,
+            node: answer.node,
+            denied_by: denied_by(&self.rules, answer),
         };
         sink.record(&row).map_err(|source| self.error(source))
     }
@@ -287,4 +362,15 @@ impl DecisionLog {
             source,
         }
     }
+}
+
+/// The label of the rule (of `rules`) that denied `answer`: the one it names, or the
+/// only one.
+fn denied_by<'r>(rules: &'r [String], answer: &Answer) -> Option<&'r str> {
+    if answer.allowed {
+        return None;
+    }
+    let only = (rules.len() == 1).then_some(0);
+    let i = answer.denied_by.or(only)?;
+    rules.get(i as usize).map(String::as_str)
 }

@@ -94,27 +94,52 @@ impl<A: Algorithm> Local<A> {
     fn answer(&mut self, event: &Event) -> Answer {
         let cost = event.cost;
         let decided = crate::limiter::fits(self.limiter.algorithm(), cost).map(|()| {
-            let (d, delay) = self.limiter.with_state(event.key, self.now, |a, s, now| {
+            self.limiter.with_state(event.key, self.now, |a, s, now| {
                 let outcome = a.acquire(s, now, cost);
                 let d = crate::limiter::decision(a, s, now, cost, outcome.admitted());
-                (d, outcome.delay())
-            });
-            self.delay = delay;
-            d
+                // A denial consumed nothing: the state still shows which rule bound.
+                let by = (!d.allowed).then(|| a.binding_rule(s, now, cost)).flatten();
+                (d, outcome.delay(), by)
+            })
         });
         match decided {
-            Ok(d) => Answer {
-                allowed: d.allowed,
-                remaining: d.remaining,
-                retry_after: Some(d.retry_after),
-            },
+            Ok((d, delay, by)) => {
+                self.delay = delay;
+                Answer {
+                    allowed: d.allowed,
+                    remaining: d.remaining,
+                    retry_after: Some(d.retry_after),
+                    delay,
+                    denied_by: by.map(rule_index),
+                    node: None,
+                }
+            }
             Err(InsufficientCapacity { .. }) => Answer {
                 allowed: false,
                 remaining: self.limiter.peek(event.key, self.now).remaining,
                 retry_after: None,
+                delay: Nanos::ZERO,
+                denied_by: self.never_fits_rule(event),
+                node: None,
             },
         }
     }
+
+    /// The rule a request too costly for any state is denied by (the one of smallest
+    /// capacity, for several rules), read without creating the key.
+    fn never_fits_rule(&self, event: &Event) -> Option<u32> {
+        let a = self.limiter.algorithm();
+        let by = match self.limiter.state(event.key) {
+            Some(s) => a.binding_rule(s, self.now, event.cost),
+            None => a.binding_rule(&a.new_state(self.now), self.now, event.cost),
+        };
+        by.map(rule_index)
+    }
+}
+
+/// A rule's index as an answer carries it (a scenario has far fewer than 2³² rules).
+fn rule_index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 impl<A: Algorithm> KeyStates for Local<A> {
@@ -183,7 +208,6 @@ mod remote {
 
     use super::super::probe::earliest_pass_by;
     use super::{Answer, Event, KeyStates, SimError};
-    use crate::limiter::InsufficientCapacity;
     use crate::redis::{Now, RedisError, RedisLimiter};
     use crate::sim::StoreFailure;
     use crate::time::Nanos;
@@ -247,30 +271,34 @@ mod remote {
 
         fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, SimError> {
             let name = self.name(event.key);
-            match self
-                .limiter
-                .try_acquire_n(&name, event.cost, Now::Caller(at))
-            {
-                Ok(d) => {
-                    self.decided(event.key, at, d.reset_after);
-                    Ok(Answer {
-                        allowed: d.allowed,
-                        remaining: d.remaining,
-                        retry_after: Some(d.retry_after),
-                    })
-                }
-                // Refused before anything was sent, as in memory: no key is created,
+            if event.cost > self.limiter.capacity() {
+                // Refused before anything is sent, as in memory: no key is created,
                 // and `remaining` is read without consuming.
-                Err(RedisError::InsufficientCapacity(InsufficientCapacity { .. })) => {
-                    let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
-                    Ok(Answer {
-                        allowed: false,
-                        remaining: peeked.remaining,
-                        retry_after: None,
-                    })
-                }
-                Err(e) => Err(failed(e)),
+                let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
+                return Ok(Answer {
+                    allowed: false,
+                    remaining: peeked.remaining,
+                    retry_after: None,
+                    delay: Nanos::ZERO,
+                    denied_by: None,
+                    node: None,
+                });
             }
+            // The composite form also says which rule denied (one round trip either way).
+            let all = self
+                .limiter
+                .try_acquire_all(&name, event.cost, Now::Caller(at))
+                .map_err(failed)?;
+            let d = all.decision;
+            self.decided(event.key, at, d.reset_after);
+            Ok(Answer {
+                allowed: d.allowed,
+                remaining: d.remaining,
+                retry_after: Some(d.retry_after),
+                delay: Nanos::ZERO,
+                denied_by: all.denied_by.map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
+                node: None,
+            })
         }
 
         fn earliest(

@@ -36,7 +36,7 @@ impl RunState {
             retry: RetryClient::new(sc),
             comparison: Comparison::new(judged, is_reference),
             record: Recording::new(sc, &name, job.track, job.series),
-            decisions: DecisionLog::new(name, job.sink.take()),
+            decisions: DecisionLog::new(name, job.sink.take(), sc),
             error: None,
         }
     }

@@ -158,8 +158,13 @@ impl<A: Algorithm> Racy<A> {
             .state(event.key)
             .cloned()
             .unwrap_or_else(|| algorithm.new_state(stamp));
-        let allowed = algorithm.try_acquire(&mut state, stamp, event.cost);
+        let outcome = algorithm.acquire(&mut state, stamp, event.cost);
+        let allowed = outcome.admitted();
         let answer = decision(algorithm, &state, stamp, event.cost, allowed);
+        let denied_by = (!allowed)
+            .then(|| algorithm.binding_rule(&state, stamp, event.cost))
+            .flatten()
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX));
         if allowed {
             self.writes.push_back(Write {
                 at: read + d.latency + d.latency,
@@ -171,6 +176,9 @@ impl<A: Algorithm> Racy<A> {
             allowed,
             remaining: answer.remaining,
             retry_after: Some(answer.retry_after),
+            delay: outcome.delay(),
+            denied_by,
+            node: None,
         }
     }
 

@@ -80,8 +80,11 @@ impl<A: Algorithm> Steps for DeployDriver<'_, A> {
     ) -> Result<bool, SimError> {
         let node = self.router.pick(event.key, keys);
         let m = &mut self.run.record.m;
-        let (answer, delay) = self.cluster.decide(&self.deployment, node, &event, m);
-        self.run.record.attempt(&event, answer.allowed, event.time);
+        let (mut answer, delay) = self.cluster.decide(&self.deployment, node, &event, m);
+        answer.node = Some(node);
+        // A shaper's admission reaches the service when its delay is over.
+        let passes = event.time.saturating_add(answer.delay);
+        self.run.record.attempt(&event, answer.allowed, passes);
         self.nodes[node as usize].count(answer.allowed);
         let heard = Event {
             time: event.time + delay,
