@@ -253,7 +253,7 @@ fn draw_time_labels<DB: DrawingBackend>(
         let (x0, y) = chart.backend_coord(&(start as f64, 0.0));
         let (x1, _) = chart.backend_coord(&((end - 1) as f64, 0.0));
         start = end;
-        let text = format_offset(offset);
+        let text = format_offset_short(offset);
         let (w, _) = root.estimate_text_size(&text, &style)?;
         // Kept inside the image: a label at either end is moved in, not cut.
         let half = w as i32 / 2;
@@ -315,9 +315,72 @@ pub fn format_offset(ns: i128) -> String {
     format!("{sign}{whole}.{} {unit}", frac.trim_end_matches('0'))
 }
 
+/// An offset from the edge as a tick label: exact below a microsecond (`−1 ns`), else
+/// four significant figures in the largest unit it reaches (`−243.6 ms`, `+25.64 ms`,
+/// `+1.5 µs`), rounded half up with integers. The exact times are in `decisions.csv`.
+pub fn format_offset_short(ns: i128) -> String {
+    if ns == 0 {
+        return "0".to_string();
+    }
+    let sign = if ns < 0 { "−" } else { "+" };
+    let abs = ns.unsigned_abs();
+    if abs < 1_000 {
+        return format!("{sign}{abs} ns");
+    }
+    const UNITS: [(u128, &str); 3] = [(1_000, "µs"), (1_000_000, "ms"), (1_000_000_000, "s")];
+    let first = UNITS
+        .iter()
+        .rposition(|&(scale, _)| abs >= scale)
+        .unwrap_or(0);
+    for &(scale, unit) in &UNITS[first..] {
+        let whole_digits = (abs / scale).max(1).ilog10() + 1;
+        let decimals = 4u32.saturating_sub(whole_digits);
+        let step = (scale / 10u128.pow(decimals)).max(1);
+        let rounded = (abs + step / 2) / step;
+        let (whole, frac) = (
+            rounded / 10u128.pow(decimals),
+            rounded % 10u128.pow(decimals),
+        );
+        // 999.96 ms rounds to 1000.0 ms: say 1 s instead (the next unit's pass).
+        if whole >= 1_000 && unit != "s" {
+            continue;
+        }
+        if decimals == 0 || frac == 0 {
+            return format!("{sign}{whole} {unit}");
+        }
+        let frac = format!("{frac:0width$}", width = decimals as usize);
+        return format!("{sign}{whole}.{} {unit}", frac.trim_end_matches('0'));
+    }
+    format!("{sign}{abs} ns")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_offsets_keep_four_significant_figures() {
+        let cases = [
+            (0, "0"),
+            (-1, "−1 ns"),
+            (999, "+999 ns"),
+            (1_500, "+1.5 µs"),
+            (-243_589_745, "−243.6 ms"),
+            (25_641_025, "+25.64 ms"),
+            (217_948_717, "+217.9 ms"),
+            (-250_000_000, "−250 ms"),
+            (999_960_000, "+1 s"),
+            (999_940_000, "+999.9 ms"),
+            (-9_999_999_999, "−10 s"),
+            (-4_380_768_413, "−4.381 s"),
+            (75_550_554, "+75.55 ms"),
+            (12_345_678_901_234, "+12346 s"),
+            (1_000, "+1 µs"),
+        ];
+        for (ns, text) in cases {
+            assert_eq!(format_offset_short(ns), text, "{ns}");
+        }
+    }
 
     #[test]
     fn offsets_are_exact_in_a_short_unit() {
