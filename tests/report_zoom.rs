@@ -135,7 +135,8 @@ fn the_zoom_as_svg_names_the_nanosecond_and_every_count_as_text() {
         "−1 ns",
         "0",
         "10",
-        "fixed_window: here 10 admitted, 0 denied; 10 in one window = 2.00× the limit",
+        "fixed_window: here 10 admitted, 0 denied; its most: 10 in one window = 2.00× the \
+         limit, reached here",
     ] {
         assert!(texts.contains(&label), "{label} not in {texts:?}");
     }

@@ -60,7 +60,8 @@ pub use timeline::{
 };
 pub use window_counts::{WindowCountChart, WindowCountSeries, draw_window_counts};
 pub use zoom::{
-    ZoomChart, ZoomLane, ZoomMark, draw_zoom, format_offset, format_offset_short, zoom_chart_size,
+    LanePeak, ZoomChart, ZoomLane, ZoomMark, draw_zoom, format_offset, format_offset_short,
+    zoom_chart_size, zoom_panel_label,
 };
 
 /// Width of every chart, in pixels.
