@@ -245,16 +245,23 @@ pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, Out
     })
 }
 
-/// What the summary says of `a`'s worst window: `max_in_window`, and when the client
-/// its window counts follow first reached it (when that series reaches it).
+/// What the summary says of `a`'s worst window: `max_in_window`, the client that
+/// reached it, and when the client its window counts follow first reached it (when
+/// that series reaches it).
 fn lane_peak(a: &AlgorithmReport) -> LanePeak {
     let count = a.metrics.max_in_window;
+    // The series follows `window_key`: its times are the worst client's only if it is.
+    let same_client = a.window_key == a.metrics.worst_key;
     let at = a
         .window_counts
         .iter()
-        .find(|s| s.count == count)
+        .find(|s| same_client && s.count == count)
         .map(|s| s.time.as_u64());
-    LanePeak { count, at_ns: at }
+    LanePeak {
+        count,
+        key: a.metrics.worst_key.clone(),
+        at_ns: at,
+    }
 }
 
 /// The animation of the trailing window sliding across the edge where the worst

@@ -54,10 +54,12 @@ pub struct ZoomLane {
 }
 
 /// An algorithm's most admitted in one window over the whole run, as the summary has it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LanePeak {
     /// `max_in_window`.
     pub count: u64,
+    /// The client that reached it (summary.csv's `worst_key`), if known.
+    pub key: Option<String>,
     /// When the followed client's trailing count first reached it (window_counts.csv),
     /// in nanoseconds of simulated time; `None` if that series never does.
     pub at_ns: Option<u64>,
@@ -247,9 +249,18 @@ fn draw_marks<DB: DrawingBackend>(
     let (text_w, _) = root.estimate_text_size(&widest.to_string(), &label)?;
     let column = (chart.backend_coord(&(1.0, 0.0)).0 - chart.backend_coord(&(0.0, 0.0)).0).max(1);
     let every = ((text_w as i32 + 4 + column - 1) / column).max(1) as usize;
-    let top = marks.iter().rposition(|m| m.allowed && m.count == widest);
+    // The highest count is always labelled: on its last admission, or on the first
+    // denial standing at it when no admission reaches it here.
+    let top = marks
+        .iter()
+        .rposition(|m| m.allowed && m.count == widest)
+        .or_else(|| marks.iter().position(|m| m.count == widest));
     for (i, m) in marks.iter().enumerate() {
         let at = (i as f64, m.count as f64);
+        if !m.allowed && Some(i) == top {
+            let text = Text::new(m.count.to_string(), (0, -MARK_SIZE - 2), label.clone());
+            chart.draw_series(iter::once(EmptyElement::at(at) + text))?;
+        }
         if m.allowed {
             let labelled =
                 Some(i) == top || (i % every == 0 && top.is_none_or(|t| t < i || t - i >= every));
@@ -368,18 +379,23 @@ pub fn zoom_panel_label(lane: &ZoomLane, limit: u64) -> String {
     let denied = marks.len() - admitted;
     let name = display_name(&lane.algorithm);
     let here = format!("here {admitted} admitted, {denied} denied");
-    let Some(peak) = lane.peak else {
+    let Some(peak) = &lane.peak else {
         return format!("{name}: {here}; {}", verdict(high, limit));
     };
     let most = verdict(peak.count, limit);
     let place = if high == peak.count {
         "reached here".to_string()
     } else {
+        let who = peak
+            .key
+            .as_deref()
+            .map(|k| format!("by {} ", display_name(k)))
+            .unwrap_or_default();
         let when = peak.at_ns.map_or_else(
             || "elsewhere".to_string(),
             |ns| format!("at {} s", Nanos::new(ns).to_decimal_secs()),
         );
-        format!("reached {when}, not here (at most {high} here)")
+        format!("reached {who}{when}, not here (at most {high} here)")
     };
     format!("{name}: {here}; its most: {most}, {place}")
 }
@@ -522,6 +538,7 @@ mod tests {
         );
         lane.peak = Some(LanePeak {
             count: 10,
+            key: Some("client-0".into()),
             at_ns: Some(10_000_000_000),
         });
         assert_eq!(
@@ -531,12 +548,13 @@ mod tests {
         );
         lane.peak = Some(LanePeak {
             count: 11,
+            key: Some("client-2".into()),
             at_ns: Some(20_500_000_001),
         });
         assert_eq!(
             zoom_panel_label(&lane, 5),
             "fixed_window: here 10 admitted, 0 denied; its most: 11 in one window = 2.20× \
-             the limit, reached at 20.500000001 s, not here (at most 10 here)"
+             the limit, reached by client-2 at 20.500000001 s, not here (at most 10 here)"
         );
     }
 }
