@@ -26,6 +26,21 @@ pub(super) fn font(size: u32) -> TextStyle<'static> {
     TextStyle::from((FONT, size).into_font()).color(&BLACK)
 }
 
+/// The chart font at `size`, or smaller (down to 12) until `text` fits `max_width`
+/// pixels: a long client name must not push a caption off the image.
+pub(super) fn fitted_font<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    size: u32,
+    max_width: u32,
+) -> Result<TextStyle<'static>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut size = size;
+    while size > 12 && area.estimate_text_size(text, &font(size))?.0 > max_width {
+        size -= 1;
+    }
+    Ok(font(size))
+}
+
 /// The chart's title, centred across the full width at height `y` of `header`.
 pub(super) fn draw_caption<DB: DrawingBackend>(
     header: &DrawingArea<DB, Shift>,

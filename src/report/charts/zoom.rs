@@ -17,14 +17,13 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::frame::{
     AXIS_TITLE_SIZE, LegendMark, TICK_SIZE, display_name, draw_caption, draw_legend_row,
-    draw_nothing_to_show, font,
+    draw_nothing_to_show, fitted_font, font,
 };
 use super::palette::{
     ALLOWED_GREEN, BOUNDARY_GREY, COUNTER_BLUE, DENIED_RED, OVER_LIMIT_TINT, PANEL_GRID,
 };
 use super::{CHART_HEIGHT, CHART_WIDTH, DrawResult};
 use crate::report::summary::format_ratio;
-use crate::time::Nanos;
 
 /// One decision near the edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,10 +152,12 @@ pub fn draw_zoom<DB: DrawingBackend>(
             draw_counter(&mut chart, &lane.marks, counter)?;
         }
         draw_marks(root, &mut chart, &lane.marks)?;
+        let caption = zoom_panel_label(lane, input.limit);
+        let style = fitted_font(panel, &caption, TICK_SIZE, CHART_WIDTH - 90)?;
         panel.draw(&Text::new(
-            zoom_panel_label(lane, input.limit),
+            caption,
             (80, 2),
-            font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
+            style.pos(Pos::new(HPos::Left, VPos::Top)),
         ))?;
         if !shared || i == n - 1 {
             draw_time_labels(root, &chart, &lane.marks)?;
@@ -383,21 +384,20 @@ pub fn zoom_panel_label(lane: &ZoomLane, limit: u64) -> String {
         return format!("{name}: {here}; {}", verdict(high, limit));
     };
     let most = verdict(peak.count, limit);
-    let place = if high == peak.count {
-        "reached here".to_string()
-    } else {
-        let who = peak
-            .key
-            .as_deref()
-            .map(|k| format!("by {} ", display_name(k)))
-            .unwrap_or_default();
-        let when = peak.at_ns.map_or_else(
-            || "elsewhere".to_string(),
-            |ns| format!("at {} s", Nanos::new(ns).to_decimal_secs()),
-        );
-        format!("reached {who}{when}, not here (at most {high} here)")
-    };
-    format!("{name}: {here}; its most: {most}, {place}")
+    if high == peak.count {
+        return format!("{name}: {here}; its most: {most}, reached here");
+    }
+    let who = peak
+        .key
+        .as_deref()
+        .map(|k| format!(", by {}", display_name(k)))
+        .unwrap_or_default();
+    let when = peak.at_ns.map_or_else(String::new, |ns| {
+        // To the millisecond: window_counts.csv has the exact instant.
+        let ms = (u128::from(ns) + 500_000) / 1_000_000;
+        format!(" at {}.{:03} s", ms / 1_000, ms % 1_000)
+    });
+    format!("{name}: {here}, at most {high}; its most: {most}{who}{when}")
 }
 
 /// `N in one window = R× the limit`, or that it stayed within.
@@ -553,8 +553,8 @@ mod tests {
         });
         assert_eq!(
             zoom_panel_label(&lane, 5),
-            "fixed_window: here 10 admitted, 0 denied; its most: 11 in one window = 2.20× \
-             the limit, reached by client-2 at 20.500000001 s, not here (at most 10 here)"
+            "fixed_window: here 10 admitted, 0 denied, at most 10; its most: 11 in one window \
+             = 2.20× the limit, by client-2 at 20.500 s"
         );
     }
 }
