@@ -103,6 +103,10 @@ pub(super) enum LegendMark {
     Cross(RGBColor),
     /// A ring: a hollow point, or (thick) a point's outline.
     Ring(RGBColor, u32),
+    /// A diamond outline: a marked point.
+    Diamond(RGBColor),
+    /// Two dots side by side: points moved apart so both show.
+    Pair(RGBColor),
 }
 
 /// Draws legend entries left to right from `(x, y)` (pixel coordinates, y = centre).
@@ -159,6 +163,15 @@ fn draw_legend_mark<DB: DrawingBackend>(
         }
         LegendMark::Ring(color, width) => {
             area.draw(&Circle::new((x + 15, y), 8, color.stroke_width(*width)))
+        }
+        LegendMark::Diamond(color) => {
+            let corners = [(15, -11), (26, 0), (15, 11), (4, 0), (15, -11)];
+            let path: Vec<(i32, i32)> = corners.iter().map(|(dx, dy)| (x + dx, y + dy)).collect();
+            area.draw(&PathElement::new(path, color.stroke_width(3)))
+        }
+        LegendMark::Pair(color) => {
+            area.draw(&Circle::new((x + 8, y), 6, color.filled()))?;
+            area.draw(&Circle::new((x + 23, y), 6, color.filled()))
         }
     }
 }

@@ -179,7 +179,7 @@ pub fn render_nodes_rgb(input: &NodesChart) -> Result<RgbImage, ChartError> {
 
 /// Writes a sweep's frontier PNG to `path` atomically.
 pub fn render_frontier(input: &FrontierChart, path: &Path) -> Result<PathBuf, ChartError> {
-    render_png(path, (CHART_WIDTH, CHART_HEIGHT + 100), |root| {
+    render_png(path, (CHART_WIDTH, CHART_HEIGHT + 140), |root| {
         draw_frontier(input, root)
     })
 }
