@@ -135,7 +135,8 @@ fn the_zoom_as_svg_names_the_nanosecond_and_every_count_as_text() {
         "−1 ns",
         "0",
         "10",
-        "fixed_window: here 10 admitted, 0 denied; 10 in one window = 2.00× the limit",
+        "fixed_window: here 10 admitted, 0 denied; its most: 10 in one window = 2.00× the \
+         limit, reached here",
     ] {
         assert!(texts.contains(&label), "{label} not in {texts:?}");
     }
@@ -166,4 +167,46 @@ fn write_animation_frames_for_viewing() {
         root.present().unwrap();
         println!("{}", path.display());
     }
+}
+
+#[test]
+fn the_fixed_windows_own_counter_restarts_at_the_boundary_beside_the_true_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_burst(dir.path());
+    let chart = zoom_chart(&run, &dir.path().join("decisions.csv")).unwrap();
+    let fixed = chart
+        .lanes
+        .iter()
+        .find(|l| l.algorithm == "fixed_window")
+        .unwrap();
+    // Five at −1 ns count in the window [0, 10 s), five at 0 in [10 s, 20 s): the
+    // algorithm's own counter reads 1…5 twice while the true count climbs to 10.
+    let counter = fixed.counter.clone().expect("the fixed window's counter");
+    assert_eq!(counter, [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]);
+    let others = chart.lanes.iter().filter(|l| l.algorithm != "fixed_window");
+    assert!(others.into_iter().all(|l| l.counter.is_none()));
+    let legend = chart.counter_legend.as_deref().unwrap_or("");
+    assert!(legend.contains("restarts at 0"), "{legend:?}");
+    // Each panel's caption carries the summary's figure for its algorithm.
+    let peak = fixed.peak.as_ref().expect("the summary's figure");
+    assert_eq!((peak.count, peak.key.as_deref()), (10, Some("client-0")));
+    // Drawn: the line's blue is in the picture, and only because of the counter.
+    let blue = |chart: &ratesim::report::ZoomChart| {
+        let image = render_zoom_rgb(chart).unwrap();
+        image
+            .pixels
+            .chunks(3)
+            .filter(|p| p == &[0, 114, 178])
+            .count()
+    };
+    let mut without = chart.clone();
+    without.counter_legend = None;
+    for lane in &mut without.lanes {
+        lane.counter = None;
+    }
+    let (with, none) = (blue(&chart), blue(&without));
+    assert!(
+        with > 200 && none == 0,
+        "blue pixels: {with} with the counter, {none} without"
+    );
 }

@@ -376,6 +376,8 @@ mod tests {
         let lane = ZoomLane {
             algorithm: "fixed_window".into(),
             marks,
+            counter: None,
+            peak: None,
         };
         assert_eq!(peak_span(&lane, 10), Some(1));
         assert_eq!(span_text(1), "1 ns");

@@ -200,10 +200,17 @@ fn write_charts(
         caption,
     )];
     if let Some(zoom) = zoom {
+        let counter = match zoom.counter_legend {
+            Some(_) => "; the blue line is what the fixed window itself counts",
+            None => "",
+        };
         figures.push(figure(
             render(AnyChart::Zoom(zoom), super::TIMELINE_ZOOM_PNG)?,
-            "The window edge where the worst over-admission happened, up close: each request \
-             is its own mark, at the height of the client's count in the trailing window.",
+            &format!(
+                "The window edge where the worst over-admission happened, up close: each \
+                 request is its own mark, at the height of the client's count in the \
+                 trailing window{counter}."
+            ),
         ));
     }
     figures.push(figure(

@@ -15,7 +15,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::frame::{LEGEND_SIZE, TICK_SIZE, display_name, draw_caption, font};
 use super::palette::{BOUNDARY_GREY, OVER_LIMIT_TINT, OVER_RED, WITHIN_BLUE};
-use super::{CHART_WIDTH, ChartError, DrawResult, format_offset, register_fonts};
+use super::{
+    CHART_WIDTH, ChartError, DrawResult, GlyphBackend, format_offset_short, register_fonts,
+};
 use crate::report::output::TempPath;
 
 /// One algorithm's trailing-window count: `(instant ns, count)` at each change,
@@ -97,7 +99,7 @@ pub fn render_slide_gif(input: &SlideAnimation, path: &Path) -> Result<PathBuf, 
     {
         let backend = BitMapBackend::gif(temp.temp_path(), SIZE, FRAME_DELAY * 10)
             .map_err(|e| draw_err(&e))?;
-        let root = backend.into_drawing_area();
+        let root = GlyphBackend(backend).into_drawing_area();
         for t in input.frames() {
             draw_frame(input, t, &root).map_err(|e| draw_err(&e))?;
             root.present().map_err(|e| draw_err(&e))?;
@@ -202,7 +204,7 @@ fn draw_time_strip<DB: DrawingBackend>(
     ))?;
     let offset = match i128::from(t) - i128::from(input.edge_ns) {
         0 => "exactly at the boundary".to_string(),
-        d => format!("boundary {}", format_offset(d)),
+        d => format!("boundary {}", format_offset_short(d)),
     };
     let label = format!("t = {offset}; shaded: the trailing window (t − W, t]");
     let style = font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Top));

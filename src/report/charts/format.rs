@@ -11,10 +11,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{
-    CHART_HEIGHT, CHART_WIDTH, ChartError, DrawResult, MatrixChart, OverAdmissionChart,
-    TimelineChart, WindowCountChart, ZoomChart, draw_matrix, draw_over_admission, draw_timeline,
-    draw_window_counts, draw_zoom, lane_chart_size, matrix_chart_size, register_fonts,
-    zoom_chart_size,
+    CHART_HEIGHT, CHART_WIDTH, ChartError, DrawResult, GlyphBackend, MatrixChart,
+    OverAdmissionChart, TimelineChart, WindowCountChart, ZoomChart, draw_matrix,
+    draw_over_admission, draw_timeline, draw_window_counts, draw_zoom, lane_chart_size,
+    matrix_chart_size, register_fonts, zoom_chart_size,
 };
 use crate::report::output::TempPath;
 
@@ -93,7 +93,8 @@ pub fn render_chart(
     };
     match format {
         ChartFormat::Png => {
-            let root = BitMapBackend::new(temp.temp_path(), chart.size()).into_drawing_area();
+            let bitmap = BitMapBackend::new(temp.temp_path(), chart.size());
+            let root = GlyphBackend(bitmap).into_drawing_area();
             chart.draw(&root).map_err(|e| draw_err(&e))?;
             root.present().map_err(|e| draw_err(&e))?;
         }

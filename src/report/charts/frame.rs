@@ -26,6 +26,21 @@ pub(super) fn font(size: u32) -> TextStyle<'static> {
     TextStyle::from((FONT, size).into_font()).color(&BLACK)
 }
 
+/// The chart font at `size`, or smaller (down to 12) until `text` fits `max_width`
+/// pixels: a long client name must not push a caption off the image.
+pub(super) fn fitted_font<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    size: u32,
+    max_width: u32,
+) -> Result<TextStyle<'static>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut size = size;
+    while size > 12 && area.estimate_text_size(text, &font(size))?.0 > max_width {
+        size -= 1;
+    }
+    Ok(font(size))
+}
+
 /// The chart's title, centred across the full width at height `y` of `header`.
 pub(super) fn draw_caption<DB: DrawingBackend>(
     header: &DrawingArea<DB, Shift>,
@@ -88,6 +103,10 @@ pub(super) enum LegendMark {
     Cross(RGBColor),
     /// A ring: a hollow point, or (thick) a point's outline.
     Ring(RGBColor, u32),
+    /// A diamond outline: a marked point.
+    Diamond(RGBColor),
+    /// Two dots side by side: points moved apart so both show.
+    Pair(RGBColor),
 }
 
 /// Draws legend entries left to right from `(x, y)` (pixel coordinates, y = centre).
@@ -144,6 +163,15 @@ fn draw_legend_mark<DB: DrawingBackend>(
         }
         LegendMark::Ring(color, width) => {
             area.draw(&Circle::new((x + 15, y), 8, color.stroke_width(*width)))
+        }
+        LegendMark::Diamond(color) => {
+            let corners = [(15, -11), (26, 0), (15, 11), (4, 0), (15, -11)];
+            let path: Vec<(i32, i32)> = corners.iter().map(|(dx, dy)| (x + dx, y + dy)).collect();
+            area.draw(&PathElement::new(path, color.stroke_width(3)))
+        }
+        LegendMark::Pair(color) => {
+            area.draw(&Circle::new((x + 8, y), 6, color.filled()))?;
+            area.draw(&Circle::new((x + 23, y), 6, color.filled()))
         }
     }
 }

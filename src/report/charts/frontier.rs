@@ -48,6 +48,9 @@ pub struct FrontierPoint {
     pub on_front: bool,
     /// Meets the sweep's goals (`None`: there were none); a miss is drawn hollow.
     pub meets_goal: Option<bool>,
+    /// The row the CLI recommends (`run it: …`): the least restrictive that meets the
+    /// goals. Drawn in a black diamond and named in the legend.
+    pub recommended: bool,
 }
 
 type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -58,7 +61,7 @@ pub fn draw_frontier<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
 ) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let (header, body) = root.split_vertically(150);
+    let (header, body) = root.split_vertically(HEADER);
     draw_header(input, &header)?;
     let points: Vec<&FrontierPoint> = input
         .points
@@ -73,7 +76,7 @@ pub fn draw_frontier<DB: DrawingBackend>(
     let x_end = x_max.max(1.0) * 1.1 + 0.6;
     let mut chart = draw_axes(&body, x_end, y_max * 1.15)?;
     draw_limit_line(&mut chart, x_end)?;
-    let dodge = Dodge::new(&points);
+    let dodge = Dodge::new(&points, &chart);
     draw_front_line(&mut chart, &points, &dodge)?;
     // The front last, so its points sit on top.
     for on_front in [false, true] {
@@ -81,31 +84,95 @@ pub fn draw_frontier<DB: DrawingBackend>(
             draw_point(&mut chart, p, dodge.at(p))?;
         }
     }
+    for p in points.iter().filter(|p| p.recommended) {
+        chart.draw_series(iter::once(
+            EmptyElement::at(dodge.at(p)) + PathElement::new(diamond(15), BLACK.stroke_width(3)),
+        ))?;
+    }
     draw_front_labels(&mut chart, &points, &dodge, y_max * 1.15)
 }
 
-/// Counts are whole numbers, so many rows share an x: each algorithm's points are
-/// moved sideways by a fixed step (at most ±0.3), in the legend's order, so that one
-/// algorithm cannot hide another.
+/// Pixel height of the caption and the legend rows.
+const HEADER: u32 = 190;
+/// A point's radius, in pixels.
+const POINT: i32 = 7;
+
+/// A diamond's closed outline around the origin, `r` pixels from centre to corner.
+fn diamond(r: i32) -> Vec<(i32, i32)> {
+    vec![(0, -r), (r, 0), (0, r), (-r, 0), (0, -r)]
+}
+
+/// Where each point is drawn. Clients denied are whole numbers, and a point sits at
+/// its own: only points that would overlap (same count, over-admissions within a
+/// point's width of the lowest of them) are set side by side, a point's width apart,
+/// centred on the count (squeezed to stay within ±0.45 of it). Rows of one algorithm
+/// with the very same numbers share one spot: they would draw the same point.
 struct Dodge {
-    slots: Vec<usize>,
+    at: Vec<(*const FrontierPoint, (f64, f64))>,
 }
 
 impl Dodge {
-    fn new(points: &[&FrontierPoint]) -> Dodge {
-        let mut slots: Vec<usize> = points.iter().map(|p| p.slot).collect();
-        slots.sort_unstable();
-        slots.dedup();
-        Dodge { slots }
+    fn new<DB: DrawingBackend>(points: &[&FrontierPoint], chart: &Plot<'_, DB>) -> Dodge {
+        let origin = chart.backend_coord(&(0.0, 0.0));
+        let unit_x = f64::from((chart.backend_coord(&(1.0, 0.0)).0 - origin.0).max(1));
+        let unit_y = f64::from((origin.1 - chart.backend_coord(&(0.0, 1.0)).1).max(1));
+        let width = f64::from(2 * POINT + 4);
+        let same = |a: &FrontierPoint, b: &FrontierPoint| {
+            a.slot == b.slot
+                && a.clients_denied == b.clients_denied
+                && a.over_admission == b.over_admission
+        };
+        // One spot per distinct (algorithm, numbers), lowest first within each count.
+        let mut spots: Vec<&FrontierPoint> = Vec::new();
+        for p in points {
+            if !spots.iter().any(|q| same(q, p)) {
+                spots.push(p);
+            }
+        }
+        spots.sort_by(|a, b| {
+            a.clients_denied
+                .cmp(&b.clients_denied)
+                .then(a.over_admission.total_cmp(&b.over_admission))
+        });
+        let mut placed: Vec<(&FrontierPoint, (f64, f64))> = Vec::with_capacity(spots.len());
+        let mut start = 0;
+        while start < spots.len() {
+            let low = spots[start];
+            let end = start
+                + spots[start..]
+                    .iter()
+                    .take_while(|p| {
+                        p.clients_denied == low.clients_denied
+                            && (p.over_admission - low.over_admission) * unit_y < width
+                    })
+                    .count();
+            let mut cluster = spots[start..end].to_vec();
+            cluster.sort_by_key(|p| p.slot);
+            let n = cluster.len() as f64;
+            let step = (width / unit_x).min(0.9 / n);
+            for (k, p) in cluster.into_iter().enumerate() {
+                let offset = (k as f64 - (n - 1.0) / 2.0) * step;
+                placed.push((p, (p.clients_denied as f64 + offset, p.over_admission)));
+            }
+            start = end;
+        }
+        let at = points
+            .iter()
+            .map(|p| {
+                let xy = placed.iter().find(|(q, _)| same(q, p)).map(|(_, xy)| *xy);
+                let xy = xy.unwrap_or((p.clients_denied as f64, p.over_admission));
+                (std::ptr::from_ref(*p), xy)
+            })
+            .collect();
+        Dodge { at }
     }
 
     /// Where `p` is drawn.
     fn at(&self, p: &FrontierPoint) -> (f64, f64) {
-        let n = self.slots.len();
-        let k = self.slots.iter().position(|&s| s == p.slot).unwrap_or(0);
-        let step = if n > 1 { 0.6 / (n - 1) as f64 } else { 0.0 };
-        let offset = (k as f64 - (n - 1) as f64 / 2.0) * step;
-        (p.clients_denied as f64 + offset, p.over_admission)
+        self.at
+            .iter()
+            .find(|(q, _)| std::ptr::eq(*q, p))
+            .map_or((p.clients_denied as f64, p.over_admission), |(_, xy)| *xy)
     }
 }
 
@@ -137,7 +204,23 @@ fn draw_header<DB: DrawingBackend>(
             LegendMark::Ring(RGBColor(120, 120, 120), 2),
         ));
     }
-    draw_legend_row(header, (40, 118), &marks)
+    draw_legend_row(header, (40, 118), &marks)?;
+    let mut notes = Vec::new();
+    if let Some(best) = input.points.iter().find(|p| p.recommended) {
+        notes.push((
+            format!(
+                "recommended (least restrictive meeting the goal): {} {}",
+                display_name(&best.algorithm),
+                best.config
+            ),
+            LegendMark::Diamond(BLACK),
+        ));
+    }
+    notes.push((
+        "points set side by side: same whole number of clients denied".to_string(),
+        LegendMark::Pair(RGBColor(120, 120, 120)),
+    ));
+    draw_legend_row(header, (40, 158), &notes)
 }
 
 fn draw_axes<'a, DB: DrawingBackend>(
@@ -166,9 +249,7 @@ fn draw_axes<'a, DB: DrawingBackend>(
         .configure_mesh()
         .light_line_style(RGBColor(245, 245, 245))
         .bold_line_style(RGBColor(225, 225, 225))
-        .x_desc(
-            "clients denied: clients that got at least one denial (each algorithm a little aside)",
-        )
+        .x_desc("clients denied: clients that got at least one denial (whole numbers)")
         .y_desc("over-admission (most admitted in a window ÷ limit)")
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
@@ -229,7 +310,7 @@ fn draw_point<DB: DrawingBackend>(
     } else {
         color.filled()
     };
-    chart.draw_series(iter::once(Circle::new(at, 7, style)))?;
+    chart.draw_series(iter::once(Circle::new(at, POINT, style)))?;
     if p.on_front {
         chart.draw_series(iter::once(Circle::new(at, 11, BLACK.stroke_width(3))))?;
     }
@@ -274,4 +355,87 @@ fn draw_front_labels<DB: DrawingBackend>(
         ))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(algorithm: &str, slot: usize, clients: u64, over: f64) -> FrontierPoint {
+        FrontierPoint {
+            algorithm: algorithm.to_string(),
+            slot,
+            config: "400/10s burst 100".to_string(),
+            clients_denied: clients,
+            over_admission: over,
+            on_front: false,
+            meets_goal: Some(true),
+            recommended: false,
+        }
+    }
+
+    /// Where each point lands on a real chart's axes (an SVG in memory).
+    fn placed(points: &[FrontierPoint]) -> Vec<(f64, f64)> {
+        let mut svg = String::new();
+        let root = SVGBackend::with_string(&mut svg, (1200, 800)).into_drawing_area();
+        let refs: Vec<&FrontierPoint> = points.iter().collect();
+        let chart = draw_axes(&root, 6.0, 6.0).unwrap();
+        let dodge = Dodge::new(&refs, &chart);
+        refs.iter().map(|p| dodge.at(p)).collect()
+    }
+
+    #[test]
+    fn a_point_alone_sits_on_its_whole_count_and_overlapping_ones_side_by_side() {
+        let points = [
+            point("token_bucket", 0, 3, 2.0),
+            point("token_bucket", 0, 1, 1.25),
+            point("leaky_bucket", 1, 1, 1.25),
+            point("gcra", 5, 1, 1.26),
+            point("token_bucket", 0, 1, 1.25), // another row, the same numbers
+            point("fixed_window", 2, 1, 4.0),
+        ];
+        let at = placed(&points);
+        assert_eq!(at[0], (3.0, 2.0), "alone: exactly on 3");
+        assert_eq!(at[5], (1.0, 4.0), "far above the others: exactly on 1");
+        let xs = [at[1].0, at[2].0, at[3].0];
+        assert!(
+            xs[0] < xs[1] && xs[1] < xs[2],
+            "side by side in slot order: {xs:?}"
+        );
+        assert!(
+            (xs[1] - 1.0).abs() < 1e-9,
+            "the middle one of three on the count"
+        );
+        assert!(xs.iter().all(|x| (x - 1.0).abs() <= 0.45), "{xs:?}");
+        assert_eq!(at[4], at[1], "same algorithm, same numbers: one spot");
+    }
+
+    fn frontier_svg(chart: &FrontierChart) -> String {
+        super::super::register_fonts().unwrap();
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (1200, 840)).into_drawing_area();
+            draw_frontier(chart, &root).unwrap();
+            root.present().unwrap();
+        }
+        svg
+    }
+
+    #[test]
+    fn the_recommended_row_is_marked_and_named_in_the_legend() {
+        let mut chart = FrontierChart {
+            title: "t".to_string(),
+            points: vec![point("token_bucket", 0, 1, 1.25), point("gcra", 5, 2, 1.0)],
+            goal: Some("over_admission<=1.25".to_string()),
+        };
+        let plain = frontier_svg(&chart);
+        chart.points[0].recommended = true;
+        let marked = frontier_svg(&chart);
+        let name =
+            "recommended (least restrictive meeting the goal): token_bucket 400/10s burst 100";
+        assert!(!plain.contains(name) && marked.contains(name));
+        // Two more outlines: the diamond on the point and the one in the legend.
+        let paths = |svg: &str| svg.matches("<polyline").count();
+        assert_eq!(paths(&marked), paths(&plain) + 2);
+    }
 }

@@ -41,6 +41,7 @@ mod matrix;
 mod nodes;
 mod over_admission;
 mod palette;
+mod text;
 mod timeline;
 mod window_counts;
 mod zoom;
@@ -52,12 +53,16 @@ pub use matrix::{MatrixChart, draw_matrix, matrix_chart_size};
 pub use nodes::{NodesChart, NodesSeries, draw_nodes};
 pub use over_admission::{OverAdmissionChart, draw_over_admission};
 pub use palette::algorithm_color;
+pub use text::{GlyphBackend, text_ink};
 pub use timeline::{
     TimelineBinner, TimelineBucket, TimelineChart, TimelineLane, TimelineMarks, TimelinePoint,
     draw_timeline,
 };
 pub use window_counts::{WindowCountChart, WindowCountSeries, draw_window_counts};
-pub use zoom::{ZoomChart, ZoomLane, ZoomMark, draw_zoom, format_offset, zoom_chart_size};
+pub use zoom::{
+    LanePeak, ZoomChart, ZoomLane, ZoomMark, draw_zoom, format_offset, format_offset_short,
+    zoom_chart_size, zoom_panel_label,
+};
 
 /// Width of every chart, in pixels.
 pub const CHART_WIDTH: u32 = 1200;
@@ -174,7 +179,7 @@ pub fn render_nodes_rgb(input: &NodesChart) -> Result<RgbImage, ChartError> {
 
 /// Writes a sweep's frontier PNG to `path` atomically.
 pub fn render_frontier(input: &FrontierChart, path: &Path) -> Result<PathBuf, ChartError> {
-    render_png(path, (CHART_WIDTH, CHART_HEIGHT + 100), |root| {
+    render_png(path, (CHART_WIDTH, CHART_HEIGHT + 140), |root| {
         draw_frontier(input, root)
     })
 }
@@ -203,9 +208,12 @@ pub fn render_over_admission_rgb(input: &OverAdmissionChart) -> Result<RgbImage,
 /// What a draw function returns on backend `DB`.
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
+/// The bitmap backend every PNG is drawn on: plotters' own, with text placed right.
+type Bitmap<'a> = GlyphBackend<BitMapBackend<'a>>;
+
 fn render_png<F>(path: &Path, size: (u32, u32), draw: F) -> Result<PathBuf, ChartError>
 where
-    F: FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> DrawResult<BitMapBackend<'static>>,
+    F: FnOnce(&DrawingArea<Bitmap<'_>, Shift>) -> DrawResult<Bitmap<'static>>,
 {
     register_fonts()?;
     let temp = TempPath::new(path)?;
@@ -214,7 +222,7 @@ where
         message: e.to_string(),
     };
     {
-        let root = BitMapBackend::new(temp.temp_path(), size).into_drawing_area();
+        let root = GlyphBackend(BitMapBackend::new(temp.temp_path(), size)).into_drawing_area();
         draw(&root).map_err(|e| draw_err(&e))?;
         root.present().map_err(|e| draw_err(&e))?;
     }
@@ -223,7 +231,7 @@ where
 
 fn render_rgb<F>(size: (u32, u32), draw: F) -> Result<RgbImage, ChartError>
 where
-    F: FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> DrawResult<BitMapBackend<'static>>,
+    F: FnOnce(&DrawingArea<Bitmap<'_>, Shift>) -> DrawResult<Bitmap<'static>>,
 {
     register_fonts()?;
     let mut pixels = vec![0u8; size.0 as usize * size.1 as usize * 3];
@@ -232,7 +240,7 @@ where
         message: e.to_string(),
     };
     {
-        let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
+        let root = GlyphBackend(BitMapBackend::with_buffer(&mut pixels, size)).into_drawing_area();
         draw(&root).map_err(|e| draw_err(&e))?;
         root.present().map_err(|e| draw_err(&e))?;
     }

@@ -23,6 +23,8 @@ pub(super) const LANE_SHADE: RGBColor = RGBColor(246, 246, 246);
 pub(super) const PANEL_GRID: RGBColor = RGBColor(230, 230, 230);
 /// The window-count panels' tint above the limit (over-admission territory).
 pub(super) const OVER_LIMIT_TINT: RGBColor = RGBColor(254, 242, 237);
+/// The fixed window's own counter in the boundary zoom.
+pub(super) const COUNTER_BLUE: RGBColor = RGBColor(0, 114, 178);
 /// An over-admission bar at or below 1.0.
 pub(super) const WITHIN_BLUE: RGBColor = RGBColor(0, 114, 178);
 /// An over-admission bar above 1.0.

@@ -308,6 +308,7 @@ fn frontier_chart(
     registry: &Registry,
 ) -> FrontierChart {
     let front = pareto_front(rows);
+    let best = least_restrictive(rows);
     // In the table's order, so rows that share a spot are labelled by the least
     // restrictive of them; repeats are left out.
     let points = table_order(rows)
@@ -323,6 +324,7 @@ fn frontier_chart(
             over_admission: r.metrics.over_admission,
             on_front,
             meets_goal: r.meets_goal,
+            recommended: best.is_some_and(|b| std::ptr::eq(b, r)),
         })
         .collect();
     FrontierChart {
