@@ -213,6 +213,8 @@ pub(super) fn set_seed_and_algos(
         scenario
             .set_algorithms(algos_flag(algos)?, registry)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
+        ratesim::presets::screen(algos, scenario)
+            .map_err(|e| input(anyhow::anyhow!(e).context("--algos")))?;
     }
     Ok(())
 }

@@ -16,15 +16,21 @@
 
 use crate::algorithm::BoxedAlgorithm;
 use crate::registry::Entry;
+use crate::rule::Rule;
+use crate::time::Nanos;
 
 mod envoy;
+mod envoy_local;
 mod governor;
+mod haproxy;
 mod limits;
 mod nginx;
 mod tower;
 
-pub use envoy::{EnvoyRateLimit, EnvoyState};
+pub use envoy::{EnvoyRateLimit, EnvoyState, unit_of};
+pub use envoy_local::{EnvoyLocal, EnvoyLocalState};
 pub use governor::{Governor, GovernorState};
+pub use haproxy::{Haproxy, HaproxyState};
 pub use limits::{
     LimitsCounterState, LimitsFixedWindow, LimitsLogState, LimitsMovingWindow,
     LimitsSlidingWindowCounter, LimitsWindowState,
@@ -56,18 +62,82 @@ pub fn tower_entry() -> Entry {
     .as_preset()
 }
 
-/// What a run of `scenario` should tell its user about its presets: a rule that
-/// `nginx` cannot write in its own units (`r/s`, `r/m`) and was rounded.
+/// What a run of `scenario` should tell its user about its presets: a rule that a
+/// peer cannot write in its own units and was rounded (`nginx`'s `r/s` and `r/m`,
+/// HAProxy's and Envoy's milliseconds), a preset left out of the group `presets`
+/// because its peer would refuse the rule ([`screen`]), or one kept although it would.
 #[cfg(feature = "cli")]
 pub fn notes(scenario: &crate::sim::Scenario) -> Vec<String> {
-    if !scenario.algorithms.iter().any(|a| a == "nginx") {
-        return Vec::new();
+    let rules: Vec<Rule> = std::iter::once(scenario.rule)
+        .chain(scenario.extra_limits.iter().copied())
+        .collect();
+    let mut notes: Vec<String> = scenario
+        .presets_left_out
+        .iter()
+        .filter_map(|name| {
+            let why = rules.iter().find_map(|r| refusal(name, r))?;
+            Some(format!("{name} left out of `presets`: {why}"))
+        })
+        .collect();
+    for name in &scenario.algorithms {
+        for rule in &rules {
+            let note = match name.as_str() {
+                "nginx" => Nginx::new(*rule, scenario.nginx.unwrap_or_default()).rounding_note(),
+                "haproxy" => Haproxy::new(*rule).rounding_note(),
+                "envoy_local" => EnvoyLocal::new(*rule).interval_note(),
+                "envoy" => envoy::refusal(rule.window()).map(|why| {
+                    format!(
+                        "{why}; modelled as an epoch-aligned window of {}",
+                        rule.window()
+                    )
+                }),
+                _ => None,
+            };
+            notes.extend(note.filter(|n| !notes.contains(n)));
+        }
     }
-    let params = scenario.nginx.unwrap_or_default();
-    std::iter::once(&scenario.rule)
-        .chain(&scenario.extra_limits)
-        .filter_map(|rule| Nginx::new(*rule, params).rounding_note())
-        .collect()
+    notes
+}
+
+/// Why preset `name` cannot stand for `rule`: its peer's configuration cannot say it
+/// and the peer would refuse the nearest one. `None` when it can (perhaps rounded, which
+/// [`notes`] says).
+pub fn refusal(name: &str, rule: &Rule) -> Option<String> {
+    match name {
+        "envoy" => envoy::refusal(rule.window()),
+        "envoy_local" => (rule.window() < Nanos::from_millis(envoy_local::MIN_FILL_INTERVAL_MS))
+            .then(|| EnvoyLocal::new(*rule).interval_note())
+            .flatten(),
+        _ => None,
+    }
+}
+
+/// Checks `scenario`'s presets against its limits once its algorithm list is set from
+/// `requested` (the names as written, groups unexpanded). A preset whose peer would
+/// refuse a limit ([`refusal`]) is an error when named on its own, and is left out
+/// (recorded in `presets_left_out`, which [`notes`] reports) when only the group
+/// `presets` brought it in.
+#[cfg(feature = "cli")]
+pub fn screen<S: AsRef<str>>(
+    requested: &[S],
+    scenario: &mut crate::sim::Scenario,
+) -> Result<(), String> {
+    let rules: Vec<Rule> = std::iter::once(scenario.rule)
+        .chain(scenario.extra_limits.iter().copied())
+        .collect();
+    let named = |n: &str| requested.iter().any(|r| r.as_ref().trim() == n);
+    let mut left_out = Vec::new();
+    for name in &scenario.algorithms {
+        if let Some(why) = rules.iter().find_map(|r| refusal(name, r)) {
+            if named(name) {
+                return Err(format!("{why} (leave {name} out, or change the limit)"));
+            }
+            left_out.push(name.clone());
+        }
+    }
+    scenario.algorithms.retain(|a| !left_out.contains(a));
+    scenario.presets_left_out = left_out;
+    Ok(())
 }
 
 /// Every preset, as registry entries in display order (`nginx` with its default
@@ -102,10 +172,23 @@ pub(crate) fn entries() -> Vec<Entry> {
         )
         .as_preset(),
         Entry::new(
+            "haproxy",
+            "HAProxy http_req_rate: this period plus the last weighted by what is left (ms ticks); refusals count.",
+            |r| BoxedAlgorithm::new(Haproxy::new(r)),
+        )
+        .as_preset(),
+        Entry::new(
             "envoy",
             "envoyproxy/ratelimit: a window of W aligned to the epoch; refused requests are counted too.",
             |r| BoxedAlgorithm::new(EnvoyRateLimit::new(r)),
         )
+        .as_preset(),
+        Entry::new(
+            "envoy_local",
+            "Envoy local_ratelimit (timer): N tokens added every W on a fixed timer, up to B; no refill between.",
+            |r| BoxedAlgorithm::new(EnvoyLocal::new(r)),
+        )
+        .with_burst()
         .as_preset(),
     ]
 }
@@ -132,7 +215,19 @@ rate = 1.0
     #[test]
     fn the_presets_group_names_the_presets_and_all_keeps_the_six() {
         let s = Scenario::parse(SCENARIO, Path::new("s.toml")).unwrap();
-        assert_eq!(s.algorithms, ["nginx", "tower", "fixed_window"]);
+        let presets = [
+            "nginx",
+            "tower",
+            "governor",
+            "limits_fixed_window",
+            "limits_moving_window",
+            "limits_sliding_window_counter",
+            "haproxy",
+            "envoy",
+            "envoy_local",
+        ];
+        assert_eq!(s.algorithms[..presets.len()], presets);
+        assert_eq!(s.algorithms[presets.len()..], ["fixed_window"]);
         let all = Registry::standard().resolve(&["all"]).unwrap();
         assert_eq!(all.len(), 6);
         assert!(!all.iter().any(|n| n == "nginx" || n == "tower"));
@@ -163,9 +258,55 @@ rate = 1.0
         assert!(notes(&s).is_empty(), "5 per 1s is 5r/s");
         let odd = SCENARIO.replace("window = \"1s\"", "window = \"13s\"");
         let s = Scenario::parse(&odd, Path::new("s.toml")).unwrap();
-        let notes = notes(&s);
+        let notes: Vec<String> = notes(&s)
+            .into_iter()
+            .filter(|n| n.starts_with("nginx"))
+            .collect();
         assert_eq!(notes.len(), 1);
         assert!(notes[0].contains("rate=23r/m"), "{}", notes[0]);
+    }
+
+    #[test]
+    fn envoy_on_a_window_the_service_cannot_write_is_left_out_of_the_group_or_refused() {
+        let ten = SCENARIO.replace("window = \"1s\"", "window = \"10s\"");
+        let s = Scenario::parse(&ten, Path::new("s.toml")).unwrap();
+        assert!(
+            !s.algorithms.iter().any(|a| a == "envoy"),
+            "{:?}",
+            s.algorithms
+        );
+        assert!(s.algorithms.iter().any(|a| a == "envoy_local"));
+        assert_eq!(s.presets_left_out, ["envoy"]);
+        let notes = notes(&s);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("envoy left out") && n.contains("10s")),
+            "{notes:?}"
+        );
+        let named = ten.replace("[\"presets\", ", "[\"envoy\", ");
+        let err = Scenario::parse(&named, Path::new("s.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("s.toml:4") && msg.contains("cannot limit per 10s"),
+            "{msg}"
+        );
+        let minute = ten.replace("\"10s\"", "\"1m\"");
+        let s = Scenario::parse(
+            &minute.replace("[\"presets\", ", "[\"envoy\", "),
+            Path::new("s.toml"),
+        );
+        assert_eq!(s.unwrap().algorithms, ["envoy", "fixed_window"]);
+    }
+
+    #[test]
+    fn envoy_local_under_50ms_is_refused_as_envoy_refuses_it() {
+        let fast = SCENARIO.replace("window = \"1s\"", "window = \"20ms\"");
+        let named = fast.replace("[\"presets\", ", "[\"envoy_local\", ");
+        let err = Scenario::parse(&named, Path::new("s.toml")).unwrap_err();
+        assert!(err.to_string().contains(">= 50ms"), "{err}");
+        let s = Scenario::parse(&fast, Path::new("s.toml")).unwrap();
+        assert_eq!(s.presets_left_out, ["envoy", "envoy_local"]);
     }
 
     #[test]

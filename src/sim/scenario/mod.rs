@@ -67,6 +67,10 @@ pub struct Scenario {
     /// `[preset.nginx]`: the `nginx` preset's `burst`, `nodelay` and `delay`; `None`:
     /// nginx's defaults (no burst, delaying).
     pub nginx: Option<crate::presets::NginxParams>,
+    /// Presets the group `presets` would have brought in but whose peer cannot write
+    /// this scenario's limit (`envoy` on a 10 s window): left out of `algorithms`, and
+    /// said in the run's notes ([`crate::presets::screen`]).
+    pub presets_left_out: Vec<String>,
 }
 
 /// One `[[traffic]]` source.
@@ -429,6 +433,7 @@ impl Scenario {
         registry: &Registry,
     ) -> Result<(), UnknownAlgorithm> {
         self.algorithms = registry.resolve(names)?;
+        self.presets_left_out.clear();
         Ok(())
     }
 }
