@@ -106,6 +106,29 @@ impl Haproxy {
         })
     }
 
+    /// `sc_http_req_rate(0)` as HAProxy would read it at `now` without a new hit (after
+    /// a hit at `now`, the rate its `deny` rule compared with N).
+    /// This is HAProxy's read (`freq_ctr_total` with its low-rate correction), which
+    /// never rotates the counter; a decision uses the rotated counter of the hit.
+    pub fn rate(&self, s: &HaproxyState, now: Nanos) -> u64 {
+        if !s.seen {
+            return 0;
+        }
+        let period = i128::from(self.period);
+        let mut remain = i128::from(s.tick) + period - i128::from(ms_of(now.max(s.last)));
+        let (mut curr, mut prev) = (i128::from(s.curr), i128::from(s.prev));
+        if remain < 0 {
+            remain += period;
+            prev = if remain >= 0 { curr } else { 0 };
+            curr = 0;
+        }
+        if curr == 0 && prev <= 1 {
+            return u64::try_from(prev).unwrap_or(0);
+        }
+        let total = prev * remain.max(0) + curr * period;
+        u64::try_from(total / period).unwrap_or(u64::MAX)
+    }
+
     /// The counter the next hit at millisecond `now` works on (rotated if due).
     fn rotated(&self, s: &HaproxyState, now: u64) -> Counter {
         let fresh = Counter {
@@ -287,6 +310,11 @@ mod tests {
         assert!(!h.is_idle(&s, at(3_099)));
         assert!(h.is_idle(&s, at(3_100)));
         assert_eq!(h.retry_after(&s, at(1_849), 4), None, "4 > N never passes");
+        // HAProxy's read at 1,849 ms: floor((4·251 + 2·1000) / 1000) = 3.
+        assert_eq!(h.rate(&s, at(1_849)), 3);
+        // Read more than a period after the last rotation: the old curr weighs.
+        assert_eq!(h.rate(&s, at(2_600)), 1, "floor(2·500/1000)");
+        assert_eq!(h.rate(&s, at(3_200)), 0, "two periods: nothing");
     }
 
     #[test]
