@@ -158,6 +158,7 @@ pub(crate) fn entries() -> Vec<Entry> {
             "Python limits 5.x fixed window: starts at the key's first hit, and denied hits are counted too.",
             |r| BoxedAlgorithm::new(LimitsFixedWindow::new(r)),
         )
+        .counting_denials()
         .as_preset(),
         Entry::new(
             "limits_moving_window",
@@ -176,12 +177,14 @@ pub(crate) fn entries() -> Vec<Entry> {
             "HAProxy http_req_rate: this period plus the last weighted by what is left (ms ticks); refusals count.",
             |r| BoxedAlgorithm::new(Haproxy::new(r)),
         )
+        .counting_denials()
         .as_preset(),
         Entry::new(
             "envoy",
             "envoyproxy/ratelimit: a window of W aligned to the epoch; refused requests are counted too.",
             |r| BoxedAlgorithm::new(EnvoyRateLimit::new(r)),
         )
+        .counting_denials()
         .as_preset(),
         Entry::new(
             "envoy_local",
@@ -307,6 +310,28 @@ rate = 1.0
         assert!(err.to_string().contains(">= 50ms"), "{err}");
         let s = Scenario::parse(&fast, Path::new("s.toml")).unwrap();
         assert_eq!(s.presets_left_out, ["envoy", "envoy_local"]);
+    }
+
+    /// HAProxy counts refused requests, so a key's earliest passing instant moves with
+    /// each denial: the simulator must probe again rather than remember it (a debug
+    /// run asserts every remembered answer), and still judge every advice exact.
+    #[test]
+    fn a_run_of_denials_that_count_is_probed_afresh_and_every_retry_after_is_exact() {
+        use crate::sim::{self, NoopSink, RunOptions};
+        let text = SCENARIO
+            .replace(
+                "[\"presets\", \"fixed_window\"]",
+                "[\"haproxy\", \"limits_fixed_window\"]",
+            )
+            .replace(
+                "kind = \"uniform\"\nrate = 1.0",
+                "kind = \"uniform\"\nrate = 40.0",
+            );
+        let s = Scenario::parse(&text, Path::new("s.toml")).unwrap();
+        let report = sim::run(&s, &RunOptions::default(), &mut |_| Ok(Box::new(NoopSink))).unwrap();
+        let haproxy = &report.algorithms[0].metrics;
+        assert!(haproxy.denied > 100, "{}", haproxy.denied);
+        assert_eq!(haproxy.retry_after_exact, haproxy.denied);
     }
 
     #[test]
