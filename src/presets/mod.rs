@@ -101,7 +101,7 @@ pub fn notes(scenario: &crate::sim::Scenario) -> Vec<String> {
 
 /// Why preset `name` cannot stand for `rule`: its peer's configuration cannot say it
 /// and the peer would refuse the nearest one. `None` when it can (perhaps rounded, which
-/// [`notes`] says).
+/// the run's notes say).
 pub fn refusal(name: &str, rule: &Rule) -> Option<String> {
     match name {
         "envoy" => envoy::refusal(rule.window()),
