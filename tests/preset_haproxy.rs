@@ -171,24 +171,33 @@ fn answer(mut stream: TcpStream) -> (u16, u64, u64) {
 
 /// Drives `server` with `count` requests planned against `preset`: gaps around `gap`
 /// ms (from a quarter of it to 1.75 times it) and, now and then, a burst 6 ms apart.
+/// Each answer is read before the next request is planned: the plan keeps two states,
+/// one fed the send instants and one fed HAProxy's own milliseconds, and needs both to
+/// answer alike around the instant it sends at.
 fn drive(server: &Server, preset: &Haproxy, count: usize, gap: u64, seed: u64) -> Vec<Sent> {
     let mut plan = Gen(seed | 1);
-    let mut state = preset.new_state(Nanos::ZERO);
+    let mut by_send = preset.new_state(Nanos::ZERO);
+    let mut by_haproxy = preset.new_state(Nanos::ZERO);
     // The origin: the next even wall-clock millisecond, 20 ms ahead.
     let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let started = Instant::now();
     let wall_ms = wall.as_millis() as u64;
     let origin_ms = (wall_ms + 22) & !1;
     let origin = started + Duration::from_millis(origin_ms) - wall;
-    let mut readers = Vec::new();
+    let mut sent_all = Vec::new();
     let mut next = 20 * MS;
     let mut burst_left = 0;
+    // Whether both states give one answer from `x − d` to `x + d`.
+    let stable = |a: &_, b: &_, x: u64, d: u64| {
+        let at = |s: &_, x: u64| preset.try_acquire(&mut { *s }, Nanos::new(x), 1);
+        let first = at(a, x - d);
+        [at(a, x + d), at(b, x - d), at(b, x + d)] == [first; 3]
+    };
     for i in 0..count {
         // Shift the candidate until the preset answers alike 3 ms either side.
         let mut t = next;
         for _ in 0..50 {
-            let at = |x: u64| preset.try_acquire(&mut { state }, Nanos::new(x), 1);
-            if at(t - 3 * MS) == at(t) && at(t) == at(t + 3 * MS) {
+            if stable(&by_send, &by_haproxy, t, 3 * MS) {
                 break;
             }
             t += 4 * MS;
@@ -201,10 +210,9 @@ fn drive(server: &Server, preset: &Haproxy, count: usize, gap: u64, seed: u64) -
         let sent = loop {
             sleep_until(origin, t);
             let now = Instant::now().saturating_duration_since(origin).as_nanos() as u64;
-            let at = |x: u64| preset.try_acquire(&mut { state }, Nanos::new(x), 1);
             // Early in a millisecond, so that HAProxy reads the same one.
             let early = now % MS < 600_000;
-            if early && at(now - 2 * MS) == at(now + 2 * MS) {
+            if early && stable(&by_send, &by_haproxy, now, 2 * MS) {
                 break now;
             }
             t = if early {
@@ -214,16 +222,16 @@ fn drive(server: &Server, preset: &Haproxy, count: usize, gap: u64, seed: u64) -
             };
         };
         stream.write_all(request.as_bytes()).expect("send");
-        preset.try_acquire(&mut state, Nanos::new(sent), 1);
-        readers.push(thread::spawn(move || {
-            let (status, ms, rate) = answer(stream);
-            Sent {
-                at: sent,
-                status,
-                haproxy_ms: ms.saturating_sub(origin_ms),
-                haproxy_rate: rate,
-            }
-        }));
+        let (status, ms, rate) = answer(stream);
+        let haproxy_ms = ms.saturating_sub(origin_ms);
+        preset.try_acquire(&mut by_send, Nanos::new(sent), 1);
+        preset.try_acquire(&mut by_haproxy, Nanos::new(haproxy_ms * MS + MS / 2), 1);
+        sent_all.push(Sent {
+            at: sent,
+            status,
+            haproxy_ms,
+            haproxy_rate: rate,
+        });
         if burst_left == 0 && plan.next(100) < 8 {
             burst_left = 2 + plan.next(7);
         }
@@ -235,7 +243,7 @@ fn drive(server: &Server, preset: &Haproxy, count: usize, gap: u64, seed: u64) -
                 (gap / 4 + plan.next(gap * 3 / 2)) * MS
             };
     }
-    readers.into_iter().map(|r| r.join().unwrap()).collect()
+    sent_all
 }
 
 #[derive(Default)]
@@ -353,12 +361,27 @@ fn differential(limit: u64, window: Nanos, period_ms: u64, seed: u64) {
     };
     let preset = Haproxy::new(Rule::new(limit, window).unwrap());
     assert_eq!(preset.period_ms(), period_ms, "the period HAProxy is given");
-    let server = Server::start(&binary, period_ms, limit);
     // A little under the limit on average, so that bursts tip it over.
     let gap = period_ms * 13 / 10 / limit;
-    let sent = drive(&server, &preset, 120, gap, seed);
-    drop(server);
-    let v = judge(&preset, &sent);
+    let mut attempt = 0;
+    let v = loop {
+        let server = Server::start(&binary, period_ms, limit);
+        let sent = drive(&server, &preset, 120, gap, seed + attempt);
+        drop(server);
+        let v = judge(&preset, &sent);
+        // A machine stall between send and HAProxy's read moves a request to a later
+        // millisecond, and a counter period with it; such a run is repeated once, and
+        // says so.
+        attempt += 1;
+        if v.moved == 0 || v.identical * 1000 >= v.compared * 995 || attempt == 2 {
+            break v;
+        }
+        eprintln!(
+            "haproxy http_req_rate({period_ms}): {} requests read in a later millisecond \
+             than sent (a machine stall); running again",
+            v.moved
+        );
+    };
     let share = v.identical as f64 / v.compared as f64;
     eprintln!(
         "haproxy http_req_rate({period_ms}) gt {limit}: {}/{} identical decisions at the \
