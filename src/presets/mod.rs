@@ -294,6 +294,14 @@ rate = 1.0
             msg.contains("s.toml:4") && msg.contains("cannot limit per 10s"),
             "{msg}"
         );
+        let mut s = s;
+        s.set_rule(Rule::new(5, Nanos::from_secs(60)).unwrap())
+            .unwrap();
+        assert!(
+            s.algorithms.iter().any(|a| a == "envoy"),
+            "a new limit it can write"
+        );
+        assert!(s.presets_left_out.is_empty());
         let minute = ten.replace("\"10s\"", "\"1m\"");
         let s = Scenario::parse(
             &minute.replace("[\"presets\", ", "[\"envoy\", "),

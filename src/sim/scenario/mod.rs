@@ -367,6 +367,13 @@ impl Scenario {
         }
         self.rule = rule;
         self.extra_limits.clear();
+        // A preset the group `presets` left out for the old limit runs if its peer can
+        // write the new one.
+        let (back, out) = std::mem::take(&mut self.presets_left_out)
+            .into_iter()
+            .partition(|name| crate::presets::refusal(name, &rule).is_none());
+        self.presets_left_out = out;
+        self.algorithms.extend::<Vec<String>>(back);
         Ok(())
     }
 
