@@ -302,12 +302,6 @@ fn judge(preset: &Haproxy, sent: &[Sent]) -> Verdict {
         diverged |= used_ms != s.at / MS;
         let (state, by_own, rate) = replay(used_ms);
         at_haproxy = state;
-        if std::env::var("HAPDBG").is_ok() {
-            eprintln!(
-                "{i} {} {} {} {rate} {state:?}",
-                s.haproxy_ms, s.status, s.haproxy_rate
-            );
-        }
         v.compared += 1;
         v.denied += usize::from(!model);
         v.moved += usize::from(used_ms != s.at / MS);
