@@ -75,6 +75,9 @@ pub struct Entry {
     /// A preset (a model of a limiter people run): named on its own or by the group
     /// `presets`, never by `all`, which keeps meaning the textbook algorithms.
     preset: bool,
+    /// Whether a refused request still changes the key's state (see
+    /// [`Entry::counting_denials`]).
+    counts_denials: bool,
 }
 
 /// The six algorithms this crate ships, for callers that want static dispatch over
@@ -113,6 +116,7 @@ impl Entry {
             uses_burst: false,
             builtin: None,
             preset: false,
+            counts_denials: false,
         }
     }
 
@@ -146,6 +150,20 @@ impl Entry {
     /// Whether the entry is a preset (see [`Entry::as_preset`]).
     pub fn is_preset(&self) -> bool {
         self.preset
+    }
+
+    /// Marks an algorithm whose refusals still change the key's state, as some real
+    /// limiters count refused requests (HAProxy's stick table, Envoy's ratelimit
+    /// service): the simulator then re-probes a key's earliest passing instant after
+    /// each of its denials instead of remembering it.
+    pub fn counting_denials(mut self) -> Entry {
+        self.counts_denials = true;
+        self
+    }
+
+    /// Whether refusals change the key's state (see [`Entry::counting_denials`]).
+    pub fn counts_denials(&self) -> bool {
+        self.counts_denials
     }
 
     /// The registry name.

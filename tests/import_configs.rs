@@ -3,11 +3,9 @@
 //! it writes are parsed back as TOML and checked against the limits written in the
 //! configs by hand; bad configs exit 2 naming file:line.
 //!
-//! The presets themselves (`nginx`, `haproxy`, `envoy`, `envoy_local`) are built on
-//! other branches: until they are registered, a scenario naming one fails `validate`
-//! with "unknown algorithm". So the rest of each imported file is validated with its
-//! preset swapped for a built-in, and the one test that validates the file as written
-//! is `#[ignore]`d until they land.
+//! Every imported scenario names its preset (`nginx`, `haproxy`, `envoy`,
+//! `envoy_local`) and loads as written; the bundled nginx.conf's runs on the bundled
+//! log.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -84,6 +82,34 @@ fn nginx_table(t: &toml::Table) -> (i64, bool, i64) {
         n["nodelay"].as_bool().unwrap(),
         n["delay"].as_integer().unwrap(),
     )
+}
+
+#[test]
+fn the_services_week_month_and_year_are_its_fixed_7_30_and_365_days() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.yaml");
+    let mut yaml = String::from("domain: d\ndescriptors:\n");
+    for unit in ["week", "month", "year"] {
+        yaml.push_str(&format!(
+            "  - key: {unit}\n    rate_limit:\n      unit: {unit}\n      requests_per_unit: 7\n"
+        ));
+    }
+    fs::write(&file, yaml).unwrap();
+    let (_out, got) = import_all(&file, &[]);
+    let days: Vec<(String, Nanos)> = got
+        .iter()
+        .map(|(name, t)| (name.clone(), limit_of(t).2))
+        .collect();
+    let day = Nanos::from_secs(86_400);
+    let want = |n: u64| Nanos::new(n * day.as_u64());
+    assert_eq!(
+        days,
+        [
+            ("d_month".to_string(), want(30)),
+            ("d_week".to_string(), want(7)),
+            ("d_year".to_string(), want(365)),
+        ]
+    );
 }
 
 #[test]
@@ -293,9 +319,9 @@ fn configs_the_presets_cannot_model_exit_2_naming_file_and_line() {
         ),
         (
             "i.yaml",
-            "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: week\n      \
+            "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      \
              requests_per_unit: 5\n",
-            "i.yaml:5: unit `week`",
+            "i.yaml:5: unknown unit `fortnight`",
         ),
         (
             "j.yaml",
@@ -450,29 +476,18 @@ fn the_bundled_nginx_conf_imports_with_the_bundled_log_as_its_traffic() {
 }
 
 #[test]
-fn the_imported_scenario_is_valid_apart_from_its_preset() {
-    // Until the nginx preset is registered, swap it for a built-in and drop its table:
-    // everything else (limit, duration, the trace and how it is read) must validate.
-    let (dir, text) = import_bundled();
-    let mut t: toml::Table = text.parse().unwrap();
-    assert!(t.remove("preset").is_some(), "{text}");
-    t.insert(
-        "algorithms".into(),
-        toml::Value::Array(vec!["leaky_bucket".into()]),
-    );
-    let swapped = toml::to_string(&t).unwrap();
-    fs::write(dir.path().join("imported.toml"), &swapped).unwrap();
-    let out = ratesim(dir.path(), &["validate", "imported.toml"]);
-    assert!(out.status.success(), "{}\n{swapped}", describe(&out));
-}
-
-#[test]
-#[ignore = "enable when the nginx preset and [preset.nginx] land (issue 28, presets-a)"]
 fn the_imported_scenario_validates_and_runs_as_written() {
     let (dir, text) = import_bundled();
+    assert!(text.contains("algorithms = [\"nginx\"]"), "{text}");
     fs::write(dir.path().join("imported.toml"), &text).unwrap();
     let out = ratesim(dir.path(), &["validate", "imported.toml"]);
     assert!(out.status.success(), "{}", describe(&out));
+    let args = ["run", "imported.toml", "--no-charts", "--no-decisions"];
+    let out = ratesim(dir.path(), &[&args[..], &["--out", "o"]].concat());
+    assert!(out.status.success(), "{}", describe(&out));
+    let summary = fs::read_to_string(dir.path().join("o/summary.csv")).unwrap();
+    let row = summary.lines().find(|l| l.starts_with("nginx,"));
+    assert!(row.is_some(), "the nginx preset ran:\n{summary}");
 }
 
 #[test]
@@ -570,7 +585,7 @@ fn import_help_teaches_the_workflow_and_the_four_kinds() {
 }
 
 #[test]
-fn every_imported_scenario_loads_with_the_same_limits_once_its_preset_is_a_builtin() {
+fn every_imported_scenario_loads_as_written_with_its_preset_and_the_configs_limits() {
     use ratesim::sim::Scenario;
     use ratesim::{Registry, Rule};
     let rule = |n: u64, w: Nanos| Rule::new(n, w).unwrap();
@@ -621,20 +636,22 @@ fn every_imported_scenario_loads_with_the_same_limits_once_its_preset_is_a_built
         let (dir, got) = import_all(&config(file), &[]);
         let mine: Vec<_> = expected.iter().filter(|e| e.0 == file).collect();
         assert_eq!(got.len(), mine.len(), "{file}");
-        for (name, mut table) in got {
+        for (name, table) in got {
             let (_, _, want) = mine
                 .iter()
                 .find(|e| e.1 == name)
                 .unwrap_or_else(|| panic!("{file}: unexpected scenario {name}"));
-            table.remove("preset");
-            table.insert(
-                "algorithms".into(),
-                toml::Value::Array(vec!["token_bucket".into()]),
-            );
-            let path = dir.path().join(format!("{name}.builtin.toml"));
-            fs::write(&path, toml::to_string(&table).unwrap()).unwrap();
-            let scenario = Scenario::load_with(&path, Registry::builtin())
+            let path = dir.path().join(format!("out/{name}.toml"));
+            let scenario = Scenario::load_with(&path, Registry::standard())
                 .unwrap_or_else(|e| panic!("{file}: {name}: {e}"));
+            let preset = match file {
+                "nginx-api.conf" => "nginx",
+                "haproxy.cfg" => "haproxy",
+                "ratelimit.yaml" => "envoy",
+                _ => "envoy_local",
+            };
+            assert_eq!(scenario.algorithms, [preset], "{file}: {name}");
+            assert!(table.contains_key("limit"), "{file}: {name}");
             assert_eq!(scenario.rule, *want, "{file}: {name}");
             assert!(scenario.extra_limits.is_empty(), "{file}: {name}");
             assert_eq!(scenario.name, name);

@@ -213,6 +213,9 @@ pub(super) fn set_seed_and_algos(
         scenario
             .set_algorithms(algos_flag(algos)?, registry)
             .map_err(|e| input(anyhow::Error::new(e).context("--algos")))?;
+        scenario
+            .screen_presets(algos)
+            .map_err(|e| input(anyhow::anyhow!(e).context("--algos")))?;
     }
     Ok(())
 }

@@ -3,8 +3,9 @@
 //! requests_per_unit}`), and the local rate limit filter's `token_bucket` (`max_tokens`,
 //! `tokens_per_fill`, `fill_interval`) anywhere in an Envoy config.
 //!
-//! The service's units are whole seconds, minutes, hours and days (the `envoy` preset
-//! models those; `week`, `month` and `year` are refused). Descriptors marked
+//! The service's units are fixed numbers of seconds (its `UnitToDivider`): second,
+//! minute, hour, day, week, month (30 days) and year (365 days), each window aligned to
+//! the Unix epoch, as the `envoy` preset models them. Descriptors marked
 //! `unlimited` or `shadow_mode` never refuse a request: they are named in a warning,
 //! not imported.
 
@@ -139,19 +140,17 @@ fn rate_limit(
         "minute" => Nanos::from_secs(60),
         "hour" => Nanos::from_secs(3_600),
         "day" => Nanos::from_secs(86_400),
-        "week" | "month" | "year" => {
-            return Err(Fault::at(
-                unit_node.line,
-                format!(
-                    "unit `{unit}`: the envoy preset models second, minute, hour and day \
-                     windows only (a month or a year is not a fixed number of seconds)"
-                ),
-            ));
-        }
+        // The service's own lengths: a month is 30 days, a year 365 (not the calendar's).
+        "week" => Nanos::from_secs(7 * 86_400),
+        "month" => Nanos::from_secs(30 * 86_400),
+        "year" => Nanos::from_secs(365 * 86_400),
         _ => {
             return Err(Fault::at(
                 unit_node.line,
-                format!("unknown unit `{unit}`; expected second, minute, hour or day"),
+                format!(
+                    "unknown unit `{unit}`; expected second, minute, hour, day, week, month \
+                     or year"
+                ),
             ));
         }
     };

@@ -9,14 +9,52 @@
 //! until the window ends, which is also why the service's optional over-limit cache
 //! changes no decision. The near-limit threshold (80 %) only feeds statistics.
 //!
-//! `requests_per_unit` is `N`, the unit is `W`. Envoy can only write W = 1 s, 1 min,
-//! 1 h or 1 d; other windows still run here, as the same epoch-aligned window of W.
+//! `requests_per_unit` is `N`, the unit is `W`. The service's units are second, minute,
+//! hour, day and (since late 2024) week, month (30 days) and year (365 days), each a
+//! fixed number of seconds (`UnitToDivider`); no other window can be configured, and a
+//! scenario that names `envoy` with another window is refused ([`unit_of`]). Run through
+//! the library directly, other windows still run as the same epoch-aligned window of W.
+//!
+//! The near-limit ratio (80 %) decides nothing: it only sorts allowed hits into the
+//! `near_limit` statistic, which no client sees.
 
 use crate::algorithm::Algorithm;
 use crate::rule::Rule;
 use crate::time::Nanos;
 
 use super::governor::wait_from;
+
+/// The service's units, as `(name, seconds)`: `UnitToDivider` in its `src/utils`.
+const UNITS: [(&str, u64); 7] = [
+    ("second", 1),
+    ("minute", 60),
+    ("hour", 3_600),
+    ("day", 86_400),
+    ("week", 604_800),
+    ("month", 2_592_000),
+    ("year", 31_536_000),
+];
+
+/// The ratelimit service's `unit` for a window of `window`, `None` when no unit is that
+/// long (the service's config parser knows no other).
+pub fn unit_of(window: Nanos) -> Option<&'static str> {
+    let w = window.as_u64();
+    UNITS
+        .iter()
+        .find(|(_, secs)| u128::from(*secs) * 1_000_000_000 == u128::from(w))
+        .map(|(name, _)| *name)
+}
+
+/// Why `envoy` cannot stand for a rule with window `window`, `None` when it can.
+pub(crate) fn refusal(window: Nanos) -> Option<String> {
+    unit_of(window).is_none().then(|| {
+        format!(
+            "envoy: the ratelimit service cannot limit per {window}: its only units are \
+             second, minute, hour, day, week, month (30d) and year (365d), so the window \
+             must be 1s, 1m, 1h, 1d, 7d, 30d or 365d"
+        )
+    })
+}
 
 /// envoyproxy/ratelimit's epoch-aligned fixed window that counts refused requests.
 #[derive(Debug, Clone)]

@@ -18,15 +18,21 @@ use std::sync::OnceLock;
 
 use crate::algorithm::BoxedAlgorithm;
 use crate::registry::{Entry, Registry};
+use crate::rule::Rule;
+use crate::time::Nanos;
 
 mod envoy;
+mod envoy_local;
 mod governor;
+mod haproxy;
 mod limits;
 mod nginx;
 mod tower;
 
-pub use envoy::{EnvoyRateLimit, EnvoyState};
+pub use envoy::{EnvoyRateLimit, EnvoyState, unit_of};
+pub use envoy_local::{EnvoyLocal, EnvoyLocalState};
 pub use governor::{Governor, GovernorState};
+pub use haproxy::{Haproxy, HaproxyState};
 pub use limits::{
     LimitsCounterState, LimitsFixedWindow, LimitsLogState, LimitsMovingWindow,
     LimitsSlidingWindowCounter, LimitsWindowState,
@@ -75,6 +81,19 @@ pub fn tower_entry() -> Entry {
     .as_preset()
 }
 
+/// Why preset `name` cannot stand for `rule`: its peer's configuration cannot say it
+/// and the peer would refuse the nearest one. `None` when it can (perhaps rounded, which
+/// the run's notes say).
+pub fn refusal(name: &str, rule: &Rule) -> Option<String> {
+    match name {
+        "envoy" => envoy::refusal(rule.window()),
+        "envoy_local" => (rule.window() < Nanos::from_millis(envoy_local::MIN_FILL_INTERVAL_MS))
+            .then(|| EnvoyLocal::new(*rule).interval_note())
+            .flatten(),
+        _ => None,
+    }
+}
+
 /// Every preset, as registry entries in display order (`nginx` with its default
 /// `limit_req` parameters).
 fn entries() -> Vec<Entry> {
@@ -93,6 +112,7 @@ fn entries() -> Vec<Entry> {
             "Python limits 5.x fixed window: starts at the key's first hit, and denied hits are counted too.",
             |r| BoxedAlgorithm::new(LimitsFixedWindow::new(r)),
         )
+        .counting_denials()
         .as_preset(),
         Entry::new(
             "limits_moving_window",
@@ -107,10 +127,25 @@ fn entries() -> Vec<Entry> {
         )
         .as_preset(),
         Entry::new(
+            "haproxy",
+            "HAProxy http_req_rate: this period plus the last weighted by what is left (ms ticks); refusals count.",
+            |r| BoxedAlgorithm::new(Haproxy::new(r)),
+        )
+        .counting_denials()
+        .as_preset(),
+        Entry::new(
             "envoy",
             "envoyproxy/ratelimit: a window of W aligned to the epoch; refused requests are counted too.",
             |r| BoxedAlgorithm::new(EnvoyRateLimit::new(r)),
         )
+        .counting_denials()
+        .as_preset(),
+        Entry::new(
+            "envoy_local",
+            "Envoy local_ratelimit (timer): N tokens added every W on a fixed timer, up to B; no refill between.",
+            |r| BoxedAlgorithm::new(EnvoyLocal::new(r)),
+        )
+        .with_burst()
         .as_preset(),
     ]
 }

@@ -68,6 +68,11 @@ pub(super) struct Driver<'a, S: KeyStates> {
     /// Each denial's earliest passing instant, probed or remembered; `None` for the
     /// silent second pass, which judges nothing.
     probes: Option<Probes>,
+    /// The algorithm's denials change its state ([`Entry::counts_denials`]), so the
+    /// probes may not remember a key's earliest passing instant across them.
+    ///
+    /// [`Entry::counts_denials`]: crate::registry::Entry::counts_denials
+    forget_on_denial: bool,
     /// The retry client, comparison, recording, rows and first error.
     run: RunState,
     progress: ProgressTicker<'a>,
@@ -94,6 +99,7 @@ impl<'a, S: KeyStates> Driver<'a, S> {
             janitor: Janitor::new(sc, &states),
             states,
             probes: (!silent).then(Probes::new),
+            forget_on_denial: job.entry.counts_denials(),
             run,
             progress: ProgressTicker::new(job.progress, sc.duration),
             only_key,
@@ -175,6 +181,9 @@ impl<S: KeyStates> Driver<'_, S> {
         match (answer.retry_after, self.probes.as_mut()) {
             (None, _) => self.run.record.m.never_fits += 1,
             (Some(retry_after), Some(probes)) => {
+                if self.forget_on_denial {
+                    probes.forget(event.key);
+                }
                 let now = event.time;
                 let earliest = probes
                     .earliest(&mut self.states, event.key, event.cost, now, retry_after)

@@ -16,6 +16,7 @@ mod burst;
 mod deployment;
 mod error;
 mod keep_traffic;
+mod presets;
 mod raw;
 
 use std::path::{Path, PathBuf};
@@ -67,6 +68,10 @@ pub struct Scenario {
     /// `[preset.nginx]`: the `nginx` preset's `burst`, `nodelay` and `delay`; `None`:
     /// nginx's defaults (no burst, delaying).
     pub nginx: Option<crate::presets::NginxParams>,
+    /// Presets the group `presets` would have brought in but whose peer cannot write
+    /// this scenario's limit (`envoy` on a 10 s window): left out of `algorithms`, and
+    /// said in the run's notes ([`Scenario::screen_presets`]).
+    pub presets_left_out: Vec<String>,
 }
 
 /// One `[[traffic]]` source.
@@ -323,19 +328,6 @@ impl Scenario {
         }
     }
 
-    /// What a run of this scenario should tell its user about its presets: a rule that
-    /// `nginx` cannot write in its own units (`r/s`, `r/m`) and was rounded.
-    pub fn preset_notes(&self) -> Vec<String> {
-        if !self.algorithms.iter().any(|a| a == "nginx") {
-            return Vec::new();
-        }
-        let params = self.nginx.unwrap_or_default();
-        std::iter::once(&self.rule)
-            .chain(&self.extra_limits)
-            .filter_map(|rule| crate::presets::Nginx::new(*rule, params).rounding_note())
-            .collect()
-    }
-
     /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts
     /// without an explicit `period` follow the new window, so their spread must still
     /// fit in it; a burst the size of the old limit (the boundary lesson: a full quota
@@ -376,6 +368,13 @@ impl Scenario {
         }
         self.rule = rule;
         self.extra_limits.clear();
+        // A preset the group `presets` left out for the old limit runs if its peer can
+        // write the new one.
+        let (back, out) = std::mem::take(&mut self.presets_left_out)
+            .into_iter()
+            .partition(|name| crate::presets::refusal(name, &rule).is_none());
+        self.presets_left_out = out;
+        self.algorithms.extend::<Vec<String>>(back);
         Ok(())
     }
 
@@ -442,6 +441,7 @@ impl Scenario {
         registry: &Registry,
     ) -> Result<(), UnknownAlgorithm> {
         self.algorithms = registry.resolve(names)?;
+        self.presets_left_out.clear();
         Ok(())
     }
 }

@@ -91,7 +91,7 @@ impl Builder<'_> {
             None => None,
             Some(d) => Some(self.deployment(d, &rule)?),
         };
-        Ok(Scenario {
+        let mut scenario = Scenario {
             name,
             description: raw.description.trim().to_string(),
             seed: raw.seed.0,
@@ -109,7 +109,19 @@ impl Builder<'_> {
                 nodelay: n.nodelay.unwrap_or(false),
                 delay: n.delay.map_or(0, |d| d.0),
             }),
-        })
+            presets_left_out: Vec::new(),
+        };
+        if let Some(list) = &raw.algorithms {
+            let names: Vec<&str> = list
+                .get_ref()
+                .iter()
+                .map(|n| n.get_ref().as_str())
+                .collect();
+            scenario
+                .screen_presets(&names)
+                .map_err(|e| self.err(list.span(), e))?;
+        }
+        Ok(scenario)
     }
 
     /// The scenario's name, trimmed. It becomes a folder under output/: one path
