@@ -8,9 +8,9 @@
 
 use std::fmt::Write as _;
 
-use super::html::escape;
 use super::summary::format_ratio;
 use super::table::{Entry, Grid, TableOptions, fit_width, ratio_entry, short_duration, wrap};
+use super::views::escape;
 use crate::sim::{Metrics, RunReport};
 use crate::time::Nanos;
 

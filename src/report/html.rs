@@ -25,21 +25,7 @@ pub struct Figure {
     pub caption: String,
 }
 
-/// Escapes `text` for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+pub use super::views::escape;
 
 /// Standard base64 (RFC 4648, with padding), for `data:` URIs.
 pub fn base64(bytes: &[u8]) -> String {
