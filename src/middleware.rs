@@ -136,9 +136,9 @@ impl EndpointSpec {
     }
 }
 
-struct Limit<L> {
-    spec: EndpointRule,
-    limiter: L,
+pub(crate) struct Limit<L> {
+    pub(crate) spec: EndpointRule,
+    pub(crate) limiter: L,
 }
 
 type Rules<S> = Arc<HashMap<String, Arc<Limit<<S as Store>::Limiter>>>>;
@@ -400,6 +400,14 @@ impl<S: Store> Middleware<S> {
         }
     }
 
+    /// The rule and limiter of `endpoint` in the current rules, for a caller that
+    /// decides with the limiter its own way (the tower layer's async Redis path) and
+    /// then calls [`with_headers`].
+    #[cfg(all(feature = "tower", feature = "redis"))]
+    pub(crate) fn limit(&self, endpoint: &str) -> Option<Arc<Limit<S::Limiter>>> {
+        self.current().get(endpoint).cloned()
+    }
+
     /// The rule currently applied to `endpoint`, if any.
     pub fn rule(&self, endpoint: &str) -> Option<EndpointRule> {
         self.current().get(endpoint).map(|l| l.spec.clone())
@@ -438,7 +446,11 @@ impl<S: Store> Middleware<S> {
 /// `decision` with its header fields: `RateLimit-Policy`, `RateLimit`, and on a denial
 /// that a wait can cure `Retry-After` (a cost above the capacity, `retry_after` of
 /// `Nanos::MAX`, gets none: no wait helps).
-fn with_headers(spec: &EndpointRule, endpoint: &str, decision: Decision) -> HttpDecision {
+pub(crate) fn with_headers(
+    spec: &EndpointRule,
+    endpoint: &str,
+    decision: Decision,
+) -> HttpDecision {
     let mut headers = vec![
         ("RateLimit-Policy", spec.rule.ratelimit_policy(endpoint)),
         ("RateLimit", decision.ratelimit(endpoint)),

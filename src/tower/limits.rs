@@ -3,10 +3,10 @@
 //! [`Limits`] answers "may `client` pass the endpoints of this route?" with a
 //! [`Verdict`], either at once ([`Checked::Now`], the in-memory [`Middleware`]: a short
 //! critical section per key, no I/O, no await) or later ([`Checked::Later`], a future:
-//! how an async Redis backend will answer, one round trip per endpoint on the tokio
-//! connection manager, with its fail-open/closed policy and timeout inside the future).
-//! The layer's API does not change when such a backend arrives: it is one more
-//! `impl Limits`, and `RateLimitLayer<ThatBackend>` works the same.
+//! how the async Redis store `RedisLimits` answers, one round trip per endpoint on the
+//! tokio connection manager, with its fail-open/closed policy and timeout inside the
+//! future). Another backend is one more `impl Limits`; `RateLimitLayer<ThatBackend>`
+//! works the same.
 //!
 //! Every decision and header value comes from [`Middleware::check_with_headers`], the
 //! path the simulator drives; this module only joins a route's endpoints.
