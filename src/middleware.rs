@@ -218,16 +218,29 @@ impl<C: Clock + Clone> Middleware<InMemory<C>> {
                 headers: Vec::new(),
             };
         };
-        let key = format!("{endpoint}:{client_id}");
-        let decision = match limit.limiter.try_acquire_n(key.as_str(), cost) {
-            Ok(decision) => decision,
-            Err(_) => Decision {
-                allowed: false,
-                retry_after: crate::time::Nanos::MAX,
-                ..limit.limiter.peek(key.as_str())
-            },
-        };
+        let decision = Self::acquire_n(&limit.limiter, endpoint, client_id, cost);
         with_headers(&limit.spec, endpoint, decision)
+    }
+
+    /// `client_id`'s decision for `cost` permits on `limiter` (the limiter of
+    /// `endpoint`), as [`check_n_with_headers`](Middleware::check_n_with_headers) makes
+    /// it, without the header fields.
+    pub(crate) fn acquire_n(
+        limiter: &<InMemory<C> as Store>::Limiter,
+        endpoint: &str,
+        client_id: &str,
+        cost: u64,
+    ) -> Decision {
+        with_key(endpoint, client_id, |key| {
+            match limiter.try_acquire_n(key, cost) {
+                Ok(decision) => decision,
+                Err(_) => Decision {
+                    allowed: false,
+                    retry_after: crate::time::Nanos::MAX,
+                    ..limiter.peek(key)
+                },
+            }
+        })
     }
 }
 
@@ -403,7 +416,7 @@ impl<S: Store> Middleware<S> {
     /// The rule and limiter of `endpoint` in the current rules, for a caller that
     /// decides with the limiter its own way (the tower layer's async Redis path) and
     /// then calls [`with_headers`].
-    #[cfg(all(feature = "tower", feature = "redis"))]
+    #[cfg(feature = "tower")]
     pub(crate) fn limit(&self, endpoint: &str) -> Option<Arc<Limit<S::Limiter>>> {
         self.current().get(endpoint).cloned()
     }
@@ -463,7 +476,28 @@ pub(crate) fn with_headers(
 
 /// The limiter's decision for `client_id` on `endpoint`, or its failure policy's.
 fn decide<L: KeyedLimiter>(limiter: &L, endpoint: &str, client_id: &str) -> Decision {
-    limiter
-        .acquire(&format!("{endpoint}:{client_id}"))
-        .unwrap_or_else(|e| limiter.fallback(&e))
+    with_key(endpoint, client_id, |key| {
+        limiter
+            .acquire(key)
+            .unwrap_or_else(|e| limiter.fallback(&e))
+    })
+}
+
+/// Calls `f` with the key `"{endpoint}:{client_id}"`, built in a buffer this thread
+/// reuses: no allocation per request once the buffer is as long as the keys.
+fn with_key<R>(endpoint: &str, client_id: &str, f: impl FnOnce(&str) -> R) -> R {
+    thread_local! {
+        static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    KEY.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut key) => {
+            key.clear();
+            key.push_str(endpoint);
+            key.push(':');
+            key.push_str(client_id);
+            f(&key)
+        }
+        // Re-entered (a limiter that checks another endpoint): a key of its own.
+        Err(_) => f(&format!("{endpoint}:{client_id}")),
+    })
 }
