@@ -49,7 +49,9 @@
 //!   (`Middleware::reload_str`, `Middleware::reload_file`, `RulesError`), with serde
 //!   and toml.
 //! - **`tower`**: `ratesim::tower`, a tower `Layer` for axum/hyper services deciding
-//!   with a [`Middleware`]'s rules (tower's traits, `http`, `pin-project-lite`).
+//!   with a [`Middleware`]'s rules (tower's traits, `http`, `pin-project-lite`,
+//!   `tokio`'s timer). With `redis` too, `ratesim::tower::RedisLimits` keeps the limits
+//!   in Redis, asynchronously (redis-rs' tokio connection manager).
 //!
 //! A service that only wants the limiter depends on
 //! `ratesim = { version = "0.1", default-features = false }`, adding

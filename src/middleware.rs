@@ -130,9 +130,9 @@ impl EndpointSpec {
     }
 }
 
-struct Limit<L> {
-    spec: EndpointRule,
-    limiter: L,
+pub(crate) struct Limit<L> {
+    pub(crate) spec: EndpointRule,
+    pub(crate) limiter: L,
 }
 
 type Rules<S> = Arc<HashMap<String, Arc<Limit<<S as Store>::Limiter>>>>;
@@ -212,16 +212,29 @@ impl<C: Clock + Clone> Middleware<InMemory<C>> {
                 headers: Vec::new(),
             };
         };
-        let key = format!("{endpoint}:{client_id}");
-        let decision = match limit.limiter.try_acquire_n(key.as_str(), cost) {
-            Ok(decision) => decision,
-            Err(_) => Decision {
-                allowed: false,
-                retry_after: crate::time::Nanos::MAX,
-                ..limit.limiter.peek(key.as_str())
-            },
-        };
+        let decision = Self::acquire_n(&limit.limiter, endpoint, client_id, cost);
         with_headers(&limit.spec, endpoint, decision)
+    }
+
+    /// `client_id`'s decision for `cost` permits on `limiter` (the limiter of
+    /// `endpoint`), as [`check_n_with_headers`](Middleware::check_n_with_headers) makes
+    /// it, without the header fields.
+    pub(crate) fn acquire_n(
+        limiter: &<InMemory<C> as Store>::Limiter,
+        endpoint: &str,
+        client_id: &str,
+        cost: u64,
+    ) -> Decision {
+        with_key(endpoint, client_id, |key| {
+            match limiter.try_acquire_n(key, cost) {
+                Ok(decision) => decision,
+                Err(_) => Decision {
+                    allowed: false,
+                    retry_after: crate::time::Nanos::MAX,
+                    ..limiter.peek(key)
+                },
+            }
+        })
     }
 }
 
@@ -394,6 +407,14 @@ impl<S: Store> Middleware<S> {
         }
     }
 
+    /// The rule and limiter of `endpoint` in the current rules, for a caller that
+    /// decides with the limiter its own way (the tower layer's async Redis path) and
+    /// then calls [`with_headers`].
+    #[cfg(feature = "tower")]
+    pub(crate) fn limit(&self, endpoint: &str) -> Option<Arc<Limit<S::Limiter>>> {
+        self.current().get(endpoint).cloned()
+    }
+
     /// The rule currently applied to `endpoint`, if any.
     pub fn rule(&self, endpoint: &str) -> Option<EndpointRule> {
         self.current().get(endpoint).map(|l| l.spec.clone())
@@ -432,7 +453,11 @@ impl<S: Store> Middleware<S> {
 /// `decision` with its header fields: `RateLimit-Policy`, `RateLimit`, and on a denial
 /// that a wait can cure `Retry-After` (a cost above the capacity, `retry_after` of
 /// `Nanos::MAX`, gets none: no wait helps).
-fn with_headers(spec: &EndpointRule, endpoint: &str, decision: Decision) -> HttpDecision {
+pub(crate) fn with_headers(
+    spec: &EndpointRule,
+    endpoint: &str,
+    decision: Decision,
+) -> HttpDecision {
     let mut headers = vec![
         ("RateLimit-Policy", spec.rule.ratelimit_policy(endpoint)),
         ("RateLimit", decision.ratelimit(endpoint)),
@@ -445,7 +470,28 @@ fn with_headers(spec: &EndpointRule, endpoint: &str, decision: Decision) -> Http
 
 /// The limiter's decision for `client_id` on `endpoint`, or its failure policy's.
 fn decide<L: KeyedLimiter>(limiter: &L, endpoint: &str, client_id: &str) -> Decision {
-    limiter
-        .acquire(&format!("{endpoint}:{client_id}"))
-        .unwrap_or_else(|e| limiter.fallback(&e))
+    with_key(endpoint, client_id, |key| {
+        limiter
+            .acquire(key)
+            .unwrap_or_else(|e| limiter.fallback(&e))
+    })
+}
+
+/// Calls `f` with the key `"{endpoint}:{client_id}"`, built in a buffer this thread
+/// reuses: no allocation per request once the buffer is as long as the keys.
+fn with_key<R>(endpoint: &str, client_id: &str, f: impl FnOnce(&str) -> R) -> R {
+    thread_local! {
+        static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    KEY.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut key) => {
+            key.clear();
+            key.push_str(endpoint);
+            key.push(':');
+            key.push_str(client_id);
+            f(&key)
+        }
+        // Re-entered (a limiter that checks another endpoint): a key of its own.
+        Err(_) => f(&format!("{endpoint}:{client_id}")),
+    })
 }

@@ -3,6 +3,8 @@
 //! Both are plain values: a `Rule` is validated once, on construction, so no algorithm
 //! ever sees a zero window or a zero capacity. Nothing here reads a clock.
 
+use std::fmt::Write as _;
+
 use crate::time::Nanos;
 
 /// "`max_requests` per `window`", plus the bucket capacity `burst`.
@@ -97,12 +99,18 @@ impl Rule {
     /// # Ok::<(), ratesim::RuleError>(())
     /// ```
     pub fn ratelimit_policy(&self, name: &str) -> String {
-        format!(
-            "{};q={};w={}",
-            sf_string(name),
-            self.max_requests,
-            ceil_secs(self.window).max(1)
-        )
+        let mut out = String::new();
+        self.write_ratelimit_policy(name, &mut out);
+        out
+    }
+
+    /// [`ratelimit_policy`](Rule::ratelimit_policy) appended to `out`: no allocation
+    /// when `out` has room (an HTTP layer's per-request path).
+    pub fn write_ratelimit_policy(&self, name: &str, out: &mut String) {
+        push_sf_string(name, out);
+        let window = ceil_secs(self.window).max(1);
+        // Writing to a String cannot fail.
+        let _ = write!(out, ";q={};w={window}", self.max_requests);
     }
 }
 
@@ -164,20 +172,26 @@ impl Decision {
     /// assert_eq!(d.ratelimit("default"), r#""default";r=4;t=3"#);
     /// ```
     pub fn ratelimit(&self, name: &str) -> String {
-        format!(
-            "{};r={};t={}",
-            sf_string(name),
-            self.remaining,
-            self.reset_after_secs()
-        )
+        let mut out = String::new();
+        self.write_ratelimit(name, &mut out);
+        out
+    }
+
+    /// [`ratelimit`](Decision::ratelimit) appended to `out`: no allocation when `out`
+    /// has room (an HTTP layer's per-request path).
+    pub fn write_ratelimit(&self, name: &str, out: &mut String) {
+        push_sf_string(name, out);
+        let reset = self.reset_after_secs();
+        // Writing to a String cannot fail.
+        let _ = write!(out, ";r={};t={reset}", self.remaining);
     }
 }
 
-/// `text` as a structured-field String (RFC 8941 §3.3.3): quoted, with `"` and `\`
+/// Appends `text` as a structured-field String (RFC 8941 §3.3.3): quoted, with `"` and `\`
 /// escaped and anything outside printable ASCII replaced, since the format allows
 /// nothing else.
-fn sf_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
+fn push_sf_string(text: &str, out: &mut String) {
+    out.reserve(text.len() + 2);
     out.push('"');
     for c in text.chars() {
         match c {
@@ -190,7 +204,6 @@ fn sf_string(text: &str) -> String {
         }
     }
     out.push('"');
-    out
 }
 
 fn ceil_secs(n: Nanos) -> u64 {

@@ -143,17 +143,22 @@ impl EndpointLimiter {
     pub fn limiter(&self) -> &RedisLimiter {
         &self.limiter
     }
+
+    /// The instant its decisions are made at: the server's clock, or the clock given
+    /// to [`RedisEndpoints::with_clock`].
+    pub fn now(&self) -> Now {
+        match &self.clock {
+            Some(clock) => Now::Caller(clock.now()),
+            None => Now::Server,
+        }
+    }
 }
 
 impl KeyedLimiter for EndpointLimiter {
     type Error = RedisError;
 
     fn acquire(&self, key: &str) -> Result<Decision, RedisError> {
-        let now = match &self.clock {
-            Some(clock) => Now::Caller(clock.now()),
-            None => Now::Server,
-        };
-        self.limiter.try_acquire(key, now)
+        self.limiter.try_acquire(key, self.now())
     }
 
     /// The failure policy's decision (cost 1 always fits, so there is one).

@@ -5,6 +5,12 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "tower")]
+mod asynchronous;
+
+#[cfg(feature = "tower")]
+pub use asynchronous::AsyncRedis;
+
 use super::script::{self, Mode, Part};
 use super::{
     DEFAULT_TIMEOUT, FailureKind, FailurePolicy, Now, OPEN_TIMEOUT, RedisError, RedisStore,

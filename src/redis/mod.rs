@@ -97,6 +97,9 @@ mod window;
 
 pub use endpoints::{EndpointError, EndpointLimiter, RedisEndpoints};
 pub use error::{Bound, FailureKind, RedisError, StoreError, Unrepresentable};
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use limiter::AsyncRedis;
 pub use limiter::{RedisLimiter, Scripted};
 pub use script::{CALLER_TTL, CLIENT_COMMANDS, Part, SCRIPT_COMMANDS};
 

@@ -3,14 +3,15 @@
 //! [`Limits`] answers "may `client` pass the endpoints of this route?" with a
 //! [`Verdict`], either at once ([`Checked::Now`], the in-memory [`Middleware`]: a short
 //! critical section per key, no I/O, no await) or later ([`Checked::Later`], a future:
-//! how an async Redis backend will answer, one round trip per endpoint on the tokio
-//! connection manager, with its fail-open/closed policy and timeout inside the future).
-//! The layer's API does not change when such a backend arrives: it is one more
-//! `impl Limits`, and `RateLimitLayer<ThatBackend>` works the same.
+//! how the async Redis store `RedisLimits` answers, one round trip per endpoint on the
+//! tokio connection manager, with its fail-open/closed policy and timeout inside the
+//! future). Another backend is one more `impl Limits`; `RateLimitLayer<ThatBackend>`
+//! works the same.
 //!
 //! Every decision and header value comes from [`Middleware::check_with_headers`], the
 //! path the simulator drives; this module only joins a route's endpoints.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -52,75 +53,139 @@ pub trait Limits: Send + Sync + 'static {
 }
 
 impl<C: Clock + Clone + Send + Sync + 'static> Limits for Middleware<InMemory<C>> {
+    /// The decisions of `Middleware::check_n_with_headers`, with the header fields
+    /// written straight into reused buffers (the per-request path: no allocation but
+    /// the two field values and the list holding them).
     fn check<E: AsRef<str>>(&self, endpoints: &[E], client: &str, cost: u64) -> Checked {
-        Checked::Now(join(endpoints.iter().map(|endpoint| {
-            let endpoint = endpoint.as_ref();
-            let decision = if cost == 1 {
-                self.check_with_headers(endpoint, client)
-            } else {
-                self.check_n_with_headers(endpoint, client, cost)
-            };
-            (endpoint, decision)
-        })))
+        Checked::Now(with_fields(|mut fields| {
+            for endpoint in endpoints {
+                let endpoint = endpoint.as_ref();
+                let Some(limit) = self.limit(endpoint) else {
+                    continue; // unlimited: no fields, admitted
+                };
+                let decision = Self::acquire_n(&limit.limiter, endpoint, client, cost);
+                limit
+                    .spec
+                    .rule
+                    .write_ratelimit_policy(endpoint, fields.next_policy());
+                decision.write_ratelimit(endpoint, fields.next_ratelimit());
+                if !decision.allowed {
+                    let never = decision.retry_after == Nanos::MAX;
+                    let retry = (!never).then(|| HeaderValue::from(decision.retry_after_secs()));
+                    return fields.denied(endpoint, never, retry);
+                }
+            }
+            fields.allowed()
+        }))
     }
 }
 
 /// One verdict from the endpoints' decisions, taken lazily so that the first denial
 /// stops the checking.
 pub fn join<'a>(decisions: impl Iterator<Item = (&'a str, HttpDecision)>) -> Verdict {
-    let mut policy = String::new();
-    let mut ratelimit = String::new();
-    let mut verdict = Verdict {
-        allowed: true,
-        never: false,
-        denied_by: None,
-        headers: Vec::with_capacity(3),
-    };
-    let mut retry_after = None;
-    for (endpoint, decision) in decisions {
-        for (name, value) in decision.headers {
-            match name {
-                "RateLimit-Policy" => append_item(&mut policy, &value),
-                "RateLimit" => append_item(&mut ratelimit, &value),
-                "Retry-After" => retry_after = Some(value),
-                _ => {}
+    with_fields(|mut fields| {
+        for (endpoint, decision) in decisions {
+            let mut retry = None;
+            for (name, value) in &decision.headers {
+                match *name {
+                    "RateLimit-Policy" => fields.next_policy().push_str(value),
+                    "RateLimit" => fields.next_ratelimit().push_str(value),
+                    "Retry-After" => retry = HeaderValue::try_from(value.as_str()).ok(),
+                    _ => {}
+                }
+            }
+            if !decision.decision.allowed {
+                let never = decision.decision.retry_after == Nanos::MAX;
+                return fields.denied(endpoint, never, retry.filter(|_| !never));
             }
         }
-        if !decision.decision.allowed {
-            verdict.allowed = false;
-            verdict.never = decision.decision.retry_after == Nanos::MAX;
-            verdict.denied_by = Some(endpoint.to_string());
-            break;
-        }
-    }
-    push(&mut verdict.headers, "ratelimit-policy", policy);
-    push(&mut verdict.headers, "ratelimit", ratelimit);
-    if !verdict.allowed && !verdict.never {
-        push(
-            &mut verdict.headers,
-            "retry-after",
-            retry_after.unwrap_or_default(),
-        );
-    }
-    verdict
+        fields.allowed()
+    })
 }
 
-fn append_item(list: &mut String, item: &str) {
+const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
+/// The `RateLimit-Policy` and `RateLimit` lists of a verdict being built, one item per
+/// limited endpoint.
+struct Fields<'a> {
+    policy: &'a mut String,
+    ratelimit: &'a mut String,
+}
+
+impl Fields<'_> {
+    /// The policy list, ready for one more item.
+    fn next_policy(&mut self) -> &mut String {
+        separate(self.policy)
+    }
+
+    /// The `RateLimit` list, ready for one more item.
+    fn next_ratelimit(&mut self) -> &mut String {
+        separate(self.ratelimit)
+    }
+
+    fn allowed(self) -> Verdict {
+        Verdict {
+            allowed: true,
+            never: false,
+            denied_by: None,
+            headers: self.headers(None),
+        }
+    }
+
+    /// Denied by `endpoint` (`never`: no wait helps), with `Retry-After` = `retry`.
+    fn denied(self, endpoint: &str, never: bool, retry: Option<HeaderValue>) -> Verdict {
+        Verdict {
+            allowed: false,
+            never,
+            denied_by: Some(endpoint.to_string()),
+            headers: self.headers(retry),
+        }
+    }
+
+    /// The fields, leaving out an empty list (no limited endpoint) and, as a bug guard,
+    /// a value that is not a valid field value (the library's structured-field strings
+    /// are printable ASCII).
+    fn headers(self, retry: Option<HeaderValue>) -> Vec<(HeaderName, HeaderValue)> {
+        let mut headers = Vec::with_capacity(3);
+        for (name, list) in [(POLICY, &self.policy), (RATELIMIT, &self.ratelimit)] {
+            if let Some(Ok(value)) = (!list.is_empty()).then(|| HeaderValue::from_str(list)) {
+                headers.push((name, value));
+            }
+        }
+        if let Some(retry) = retry {
+            headers.push((http::header::RETRY_AFTER, retry));
+        }
+        headers
+    }
+}
+
+fn separate(list: &mut String) -> &mut String {
     if !list.is_empty() {
         list.push_str(", ");
     }
-    list.push_str(item);
+    list
 }
 
-/// Adds a header unless `value` is empty or not a valid field value (the library's
-/// structured-field strings are printable ASCII, so that is a bug guard, not a path).
-fn push(headers: &mut Vec<(HeaderName, HeaderValue)>, name: &'static str, value: String) {
-    if value.is_empty() {
-        return;
+/// Runs `f` on empty lists kept by this thread, so building a verdict allocates only
+/// the field values themselves.
+fn with_fields<R>(f: impl FnOnce(Fields<'_>) -> R) -> R {
+    thread_local! {
+        static LISTS: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
     }
-    if let Ok(value) = HeaderValue::try_from(value) {
-        headers.push((HeaderName::from_static(name), value));
-    }
+    LISTS.with(|lists| match lists.try_borrow_mut() {
+        Ok(mut lists) => {
+            let (policy, ratelimit) = &mut *lists;
+            policy.clear();
+            ratelimit.clear();
+            f(Fields { policy, ratelimit })
+        }
+        // Re-entered (an iterator given to `join` that builds a verdict itself).
+        Err(_) => f(Fields {
+            policy: &mut String::new(),
+            ratelimit: &mut String::new(),
+        }),
+    })
 }
 
 #[cfg(test)]

@@ -25,9 +25,11 @@
 //!   hook.
 //! - **Hot reload**: the layer holds the `Arc<Middleware>`; `reload_file` / `reload_str`
 //!   on it swap the rules under load, each request seeing the old or the new set.
-//! - **Stores**: the layer is generic over [`Limits`]; in memory today (the critical
-//!   section is one key's short lock, no I/O, no await). An async Redis backend is one
-//!   more `impl Limits` answering [`Checked::Later`]; see the [`limits`] module.
+//! - **Stores**: the layer is generic over [`Limits`]: in memory (a [`Middleware`]; the
+//!   critical section is one key's short lock, no I/O, no await), or in Redis with
+//!   feature `redis` (`RedisLimits`: the blocking store's Lua scripts sent on redis-rs'
+//!   tokio connection manager, each endpoint's failure policy and timeout, so several
+//!   processes share one limit); see the [`limits`] module.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -49,6 +51,8 @@
 
 mod key;
 pub mod limits;
+#[cfg(feature = "redis")]
+mod redis;
 mod service;
 
 use std::sync::Arc;
@@ -58,6 +62,9 @@ use ::tower::Layer;
 
 pub use key::{ForwardedFor, HeaderKey, KeyExtractor, KeyFn, PeerIp, RequestHead};
 pub use limits::{Checked, Limits, Verdict};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use redis::RedisLimits;
 pub use service::{RateLimitService, ResponseFuture};
 
 use crate::middleware::Middleware;
