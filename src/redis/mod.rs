@@ -92,6 +92,7 @@ mod endpoints;
 mod error;
 mod limiter;
 mod log;
+mod raw;
 mod script;
 mod window;
 
@@ -171,6 +172,9 @@ enum Target {
 
 /// A connection of either kind.
 enum Link {
+    /// A unix socket or plain TCP: the store's own connection (survives `EINTR`).
+    Raw(raw::Raw),
+    /// TLS: redis-rs' connection.
     Server(Connection),
     Cluster(Box<cluster::Link>),
 }
@@ -178,6 +182,7 @@ enum Link {
 impl Link {
     fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
         match self {
+            Link::Raw(con) => con,
             Link::Server(con) => con,
             Link::Cluster(con) => con.as_mut(),
         }
@@ -186,6 +191,7 @@ impl Link {
     /// The read and write timeout of its socket(s).
     fn set_timeout(&self, timeout: Duration) -> redis::RedisResult<()> {
         match self {
+            Link::Raw(con) => con.set_timeout(timeout).map_err(Into::into),
             Link::Server(con) => con
                 .set_read_timeout(Some(timeout))
                 .and_then(|()| con.set_write_timeout(Some(timeout))),
@@ -366,9 +372,14 @@ impl RedisStore {
 
     fn connect(&self, timeout: Duration) -> redis::RedisResult<Link> {
         match &self.inner.target {
-            Target::Server(client) => client
-                .get_connection_with_timeout(timeout)
-                .map(Link::Server),
+            Target::Server(client) => {
+                match raw::Raw::connect(client.get_connection_info(), timeout) {
+                    Some(raw) => raw.map(Link::Raw),
+                    None => client
+                        .get_connection_with_timeout(timeout)
+                        .map(Link::Server),
+                }
+            }
             Target::Cluster(seeds) => seeds
                 .connect(timeout)
                 .map(|con| Link::Cluster(Box::new(con))),
