@@ -271,6 +271,34 @@ fn a_run_stopped_and_continued_finishes_equal_to_memory() {
     }
 }
 
+/// Fault 2, a flush: `FLUSHALL` mid-run empties the run's keys on the same server and
+/// connections (no restart). The run stops with exit 1 and says why; before: exit 0
+/// with a report decided partly on fresh states.
+#[test]
+fn a_flushed_server_stops_the_run_with_a_clear_error() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut con = server.connection("");
+    let run = spawn_run(work.path(), "uniform", "flushed", &server.url());
+    wait_for_state(&mut con);
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ratesim: error:")
+            && stderr.contains("state lost")
+            && stderr.contains("FLUSHALL"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!work.path().join("flushed").exists(), "{}", describe(&out));
+    let left: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(left, 0, "keys left behind\n{}", describe(&out));
+}
+
 /// Returns once the run has written state (its first decisions are made): the fault
 /// must hit mid-run, not while the store is being opened.
 fn wait_for_state(con: &mut redis::Connection) {
