@@ -289,7 +289,7 @@ impl RedisLimiter {
         mode: Mode,
         detail: bool,
     ) -> Result<Vec<script::PartReply>, RedisError> {
-        let mut call = script::script_for(&self.parts).prepare_invoke();
+        let mut call = script::script_for_call(&self.parts, mode, detail).prepare_invoke();
         call.key(self.redis_keys(key, now));
         call.key(self.store.marker());
         call.arg(script::arguments(&self.parts, cost, mode, detail));

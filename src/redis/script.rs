@@ -81,6 +81,20 @@ pub(super) fn script_for(parts: &[Part]) -> &'static Script {
     &SCRIPTS[set]
 }
 
+/// The bucket family's fast path (`lua/fast_bucket.lua`): the same arguments, keys and
+/// reply as the general script, for one part deciding and writing.
+static FAST_BUCKET: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/fast_bucket.lua")));
+
+/// The script for one call: the fast path when it covers the call (one bucket-family
+/// part, a decision that writes, no per-part detail), else [`script_for`].
+pub(super) fn script_for_call(parts: &[Part], mode: Mode, detail: bool) -> &'static Script {
+    match (parts, mode, detail) {
+        ([part], Mode::Decide(_), false) if part.family == Family::Bucket => &FAST_BUCKET,
+        _ => script_for(parts),
+    }
+}
+
 /// Which Lua family computes a part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Family {
@@ -303,7 +317,11 @@ mod tests {
 
     #[test]
     fn the_acl_list_is_exactly_the_commands_the_scripts_call() {
-        let mut sources = vec![include_str!("lua/common.lua"), include_str!("lua/main.lua")];
+        let mut sources = vec![
+            include_str!("lua/common.lua"),
+            include_str!("lua/main.lua"),
+            include_str!("lua/fast_bucket.lua"),
+        ];
         sources.extend(FILES);
         let mut found: Vec<String> = sources.iter().flat_map(|s| called(s)).collect();
         found.sort();
