@@ -9,7 +9,8 @@
 # a real run: `ratesim run scenarios/uniform.toml --store …` under `MONITOR`, one
 # algorithm at a time; the caller instant is replaced by '' '' and the mode by `abs`, so
 # the server's TIME decides (production mode). Env: REQUESTS (default 200000), ROUNDS
-# (default 3; the median of each). Prints requests/s and the ratio to the counter.
+# (default 3; the median of each). Prints requests/s, the ratio to the counter, and the
+# server's own time per call (INFO commandstats), which a busy machine disturbs less.
 set -euo pipefail
 bin="$(realpath "${1:-target/release/ratesim}")"
 [ -x "$bin" ] || { echo "not an executable: $bin (cargo build --release --features redis)" >&2; exit 2; }
@@ -50,22 +51,30 @@ for raw in open(sys.argv[1]):
     break
 PY
 )
+    # The store's marker key (checked by every call) exists while its store is open.
+    for marker in $(grep -o "bench:[^ ']*:marker:[^ ']*" <<<"${line[$algo]}"); do
+        redis-cli -s "$sock" SET "$marker" 1 >/dev/null
+    done
     # A benchmark of an error reply would measure nothing: run the line once first.
     reply=$(eval "redis-cli -s \"\$sock\" ${line[$algo]}" 2>&1)
-    if [ -z "${line[$algo]}" ] || grep -qi 'err' <<<"$reply"; then
+    if [ -z "${line[$algo]}" ] || grep -qiE 'err|statelost' <<<"$reply"; then
         echo "$algo: no usable EVALSHA captured (${line[$algo]:-none}): $reply" >&2
         exit 1
     fi
 done
 
-bench() { # prints requests/s of one redis-benchmark run of "$@"
+bench() { # prints requests/s of one redis-benchmark run of "$@"; appends the server's
+    # own time per call (INFO commandstats, usec_per_call) to $work/u.$name
+    redis-cli -s "$sock" CONFIG RESETSTAT >/dev/null
     redis-benchmark -s "$sock" -c 16 -n "$requests" -q "$@" 2>/dev/null \
         | tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
+    redis-cli -s "$sock" INFO commandstats | tr -d '\r' \
+        | grep -i "^cmdstat_$1:" | grep -o 'usec_per_call=[0-9.]*' | cut -d= -f2 >> "$work/u.$name"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 names="set counter $algos"
-for name in $names; do : > "$work/r.$name"; done
+for name in $names; do : > "$work/r.$name"; : > "$work/u.$name"; done
 for _ in $(seq "$rounds"); do # interleaved rounds
     for name in $names; do
         case $name in
@@ -76,8 +85,9 @@ for _ in $(seq "$rounds"); do # interleaved rounds
     done
 done
 counter=$(median < "$work/r.counter")
-printf '%-24s %12s %8s\n' command requests/s "x counter"
+printf '%-24s %12s %10s %16s\n' command requests/s "x counter" "server us/call"
 for name in $names; do
     m=$(median < "$work/r.$name")
-    printf '%-24s %12.0f %8.2f\n' "$name" "$m" "$(echo "$m / $counter" | bc -l)"
+    u=$(median < "$work/u.$name")
+    printf '%-24s %12.0f %10.2f %16.2f\n' "$name" "$m" "$(echo "$m / $counter" | bc -l)" "$u"
 done

@@ -152,6 +152,8 @@ fn a_wrong_password_is_a_typed_error_that_never_shows_a_password() {
 fn needed() -> Vec<&'static str> {
     let mut all: Vec<&str> = ratesim::redis::CLIENT_COMMANDS.to_vec();
     all.extend(ratesim::redis::SCRIPT_COMMANDS);
+    all.sort_unstable();
+    all.dedup();
     all
 }
 
@@ -278,4 +280,58 @@ fn an_acl_user_with_only_the_documented_commands_and_prefix_can_decide_and_no_le
         set('+', &mut admin);
     }
     assert_eq!(workload(&url, "acl", &mut admin, next()), Ok(()));
+}
+
+/// A `FLUSHALL` (or a restart without persistence) empties every key: a state that is
+/// gone looks like a fresh one. The store notices through its marker key: an
+/// application's store counts the loss and decides on the fresh state (the call that
+/// found it wrote nothing, so sending it again charges once); a store that stops at
+/// its first failure (the simulator's) fails with `StateLost` and stays stopped.
+#[test]
+fn a_flushed_server_is_noticed_counted_and_decided_fresh_or_stops_the_store() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let mut admin = server.connection("");
+    let store = RedisStore::open(&server.url(), "lost").unwrap();
+    let stopping = RedisStore::builder("lost-run")
+        .server(&server.url())
+        .stop_after_failure()
+        .open()
+        .unwrap();
+    let limiter = store.limiter(TokenBucket::new(rule())).unwrap();
+    let strict = stopping.limiter(TokenBucket::new(rule())).unwrap();
+    for _ in 0..3 {
+        assert!(limiter.try_acquire("k", Now::Server).unwrap().allowed);
+        assert!(strict.try_acquire("k", Now::Server).unwrap().allowed);
+    }
+    assert!(!limiter.try_acquire("k", Now::Server).unwrap().allowed);
+    assert_eq!(store.state_losses(), 0);
+
+    let _: () = redis::cmd("FLUSHALL").query(&mut admin).unwrap();
+    // The application's store: the loss is counted once, the bucket is full again
+    // (3 per hour, one taken now), and the marker is back.
+    let d = limiter.try_acquire("k", Now::Server).unwrap();
+    assert!(d.allowed && d.remaining == 2, "{d:?}");
+    assert_eq!(store.state_losses(), 1);
+    assert!(limiter.try_acquire("k", Now::Server).unwrap().allowed);
+    assert_eq!(store.state_losses(), 1, "counted once per loss");
+    let markers: Vec<String> = redis::cmd("KEYS")
+        .arg("lost:marker:*")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(markers.len(), 1, "{markers:?}");
+
+    // The stopping store: a typed error, nothing written, and every later call fails.
+    for now in [Now::Server, Now::Caller(Nanos::new(5))] {
+        let e = strict.try_acquire("k", now).unwrap_err();
+        assert_eq!(kind(&e), FailureKind::StateLost, "{e}");
+        assert!(e.to_string().contains("FLUSHALL"), "{e}");
+    }
+    assert_eq!(stopping.state_losses(), 0);
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("lost-run:*")
+        .query(&mut admin)
+        .unwrap();
+    assert!(left.is_empty(), "a stopped store wrote {left:?}");
 }

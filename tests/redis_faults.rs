@@ -223,6 +223,82 @@ fn an_interrupted_run_removes_its_keys() {
     }
 }
 
+/// Fault 5: the run is stopped and continued (Ctrl-Z / `fg`: SIGTSTP, SIGCONT) five
+/// times mid-run, over the unix socket and over TCP. A read interrupted by the stop
+/// (`EINTR`) is retried: the run finishes with memory's decisions. Before issue 30's
+/// fix: exit 1, "Interrupted system call (os error 4)", 6 runs of 6.
+#[test]
+fn a_run_stopped_and_continued_finishes_equal_to_memory() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let Some(server) = redis_support::Server::start(&["--port", &port, "--bind", "127.0.0.1"])
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let memory = memory_decisions(work.path(), "uniform");
+    let mut con = server.connection("");
+    let tcp = format!("redis://127.0.0.1:{port}");
+    for (out_dir, url) in [("stopped-unix", server.url()), ("stopped-tcp", tcp)] {
+        let run = spawn_run(work.path(), "uniform", out_dir, &url);
+        wait_for_state(&mut con);
+        let pid = run.id().to_string();
+        let mut stops = 0;
+        for _ in 0..5 {
+            let stopped = Command::new("kill").args(["-TSTP", &pid]).status().unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            let continued = Command::new("kill").args(["-CONT", &pid]).status().unwrap();
+            stops += usize::from(stopped.success() && continued.success());
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        let out = run.wait_with_output().unwrap();
+        assert!(
+            stops > 0,
+            "{out_dir}: the run ended before any stop\n{}",
+            describe(&out)
+        );
+        assert_eq!(out.status.code(), Some(0), "{out_dir}: {}", describe(&out));
+        let got = fs::read(work.path().join(out_dir).join("decisions.csv")).unwrap();
+        assert!(
+            got == memory,
+            "{out_dir}: decisions.csv differs from memory"
+        );
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    }
+}
+
+/// Fault 2, a flush: `FLUSHALL` mid-run empties the run's keys on the same server and
+/// connections (no restart). The run stops with exit 1 and says why; before: exit 0
+/// with a report decided partly on fresh states.
+#[test]
+fn a_flushed_server_stops_the_run_with_a_clear_error() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut con = server.connection("");
+    let run = spawn_run(work.path(), "uniform", "flushed", &server.url());
+    wait_for_state(&mut con);
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ratesim: error:")
+            && stderr.contains("state lost")
+            && stderr.contains("FLUSHALL"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!work.path().join("flushed").exists(), "{}", describe(&out));
+    let left: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(left, 0, "keys left behind\n{}", describe(&out));
+}
+
 /// Returns once the run has written state (its first decisions are made): the fault
 /// must hit mid-run, not while the store is being opened.
 fn wait_for_state(con: &mut redis::Connection) {

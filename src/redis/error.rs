@@ -23,6 +23,11 @@ pub enum FailureKind {
     Server,
     /// The URL or the key prefix is not usable.
     InvalidConfig,
+    /// The server no longer holds the store's keys: its marker key, written when the
+    /// store was opened, is gone (a `FLUSHALL`/`FLUSHDB`, a restart without
+    /// persistence, or no call for the marker's TTL). The script wrote nothing. See
+    /// [`RedisStore::state_losses`](super::RedisStore::state_losses).
+    StateLost,
 }
 
 /// Redis could not make a decision, and why. Its texts never hold a password.
@@ -40,6 +45,7 @@ fn kind_text(kind: FailureKind) -> &'static str {
         FailureKind::Auth => "authentication failed",
         FailureKind::Server => "server error",
         FailureKind::InvalidConfig => "configuration error",
+        FailureKind::StateLost => "state lost",
     }
 }
 
@@ -56,7 +62,9 @@ impl StoreError {
         // An ACL refusal inside a script is not NOPERM on 7.0 but `ERR The user executing
         // the script can't run this command …` (or `… can't access … keys …`).
         let script_acl = text.contains("user executing the script can't");
-        let kind = if e.is_timeout() {
+        let kind = if code == "STATELOST" {
+            FailureKind::StateLost
+        } else if e.is_timeout() {
             FailureKind::Timeout
         } else if e.kind() == ErrorKind::AuthenticationFailed
             || matches!(code, "WRONGPASS" | "NOAUTH" | "NOPERM")
@@ -72,6 +80,12 @@ impl StoreError {
             FailureKind::Server
         };
         let mut detail = text;
+        if kind == FailureKind::StateLost {
+            detail = "the server no longer holds the keys written since the store was \
+                      opened (a FLUSHALL or FLUSHDB, or a restart without persistence): \
+                      from here on, limits would start again from fresh states"
+                .into();
+        }
         for secret in secrets {
             detail = detail.replace(secret.as_str(), "***");
         }

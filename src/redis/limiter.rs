@@ -254,7 +254,8 @@ impl RedisLimiter {
         for batch in keys.chunks(1000) {
             let mut pipe = redis::pipe();
             for key in batch {
-                let redis_keys = self.redis_keys(key, Now::Caller(at));
+                let mut redis_keys = self.redis_keys(key, Now::Caller(at));
+                redis_keys.extend(self.store.marker().map(str::to_owned));
                 pipe.cmd("EVALSHA")
                     .arg(script.get_hash())
                     .arg(redis_keys.len())
@@ -294,13 +295,19 @@ impl RedisLimiter {
         mode: Mode,
         detail: bool,
     ) -> Result<Vec<script::PartReply>, RedisError> {
-        let mut call = script::script_for(&self.parts).prepare_invoke();
+        let mut call = script::script_for_call(&self.parts, mode, detail).prepare_invoke();
         call.key(self.redis_keys(key, now));
+        call.key(self.store.marker());
         call.arg(script::arguments(&self.parts, cost, mode, detail));
-        let reply = self
-            .store
-            .with_connection(self.timeout, |con| call.invoke::<Vec<i64>>(con))
-            .map_err(|error| self.unavailable(error))?;
+        let invoke = |con: &mut dyn redis::ConnectionLike| call.invoke::<Vec<i64>>(con);
+        let reply = match self.store.with_connection(self.timeout, invoke) {
+            // The script found the store's keys lost and wrote nothing: sent once more.
+            Err(error) if self.store.recovered(&error) => {
+                self.store.with_connection(self.timeout, invoke)
+            }
+            other => other,
+        }
+        .map_err(|error| self.unavailable(error))?;
         Ok(script::decode(&reply, self.parts.len(), detail))
     }
 

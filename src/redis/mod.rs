@@ -69,6 +69,13 @@
 //! every key (state lost); the first call on each pooled connection to the old server
 //! fails by policy.
 //!
+//! A lost state looks like a fresh one, so a store on one server keeps a marker key
+//! that every call checks first: after a `FLUSHALL`/`FLUSHDB` or a restart without
+//! persistence, the call that notices writes nothing, the store counts the loss
+//! ([`RedisStore::state_losses`]) and decides that call on the fresh state; a store
+//! built with [`RedisStoreBuilder::stop_after_failure`] fails with
+//! [`FailureKind::StateLost`] instead.
+//!
 //! ## Keys
 //! `<prefix>:{<tag>}:<key>:<rule>:<mode>`: `<tag>` is a 64-bit hash of the key in hex,
 //! so a client id holding `{` or `}` cannot move its slot, and every rule of one client
@@ -92,6 +99,8 @@ mod endpoints;
 mod error;
 mod limiter;
 mod log;
+mod marker;
+mod raw;
 mod script;
 mod window;
 
@@ -101,8 +110,10 @@ pub use error::{Bound, FailureKind, RedisError, StoreError, Unrepresentable};
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use limiter::AsyncRedis;
 pub use limiter::{RedisLimiter, Scripted};
+pub use marker::{MARKER_TTL, MARKER_TTL_SERVER};
 pub use script::{CALLER_TTL, CLIENT_COMMANDS, Part, SCRIPT_COMMANDS};
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -164,6 +175,11 @@ struct Inner {
     stop_after_failure: bool,
     /// The first unknown-outcome failure, once `stop_after_failure` saw one.
     stopped: Mutex<Option<StoreError>>,
+    /// The marker key (one server only): written at opening, renewed and checked by
+    /// every script call, so a call notices that the server lost the store's keys.
+    marker: Option<String>,
+    /// How many times a call found the marker gone ([`RedisStore::state_losses`]).
+    losses: AtomicU64,
 }
 
 /// Where the store's connections go.
@@ -174,6 +190,9 @@ enum Target {
 
 /// A connection of either kind.
 enum Link {
+    /// A unix socket or plain TCP: the store's own connection (survives `EINTR`).
+    Raw(raw::Raw),
+    /// TLS: redis-rs' connection.
     Server(Connection),
     Cluster(Box<cluster::Link>),
 }
@@ -181,6 +200,7 @@ enum Link {
 impl Link {
     fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
         match self {
+            Link::Raw(con) => con,
             Link::Server(con) => con,
             Link::Cluster(con) => con.as_mut(),
         }
@@ -189,6 +209,7 @@ impl Link {
     /// The read and write timeout of its socket(s).
     fn set_timeout(&self, timeout: Duration) -> redis::RedisResult<()> {
         match self {
+            Link::Raw(con) => con.set_timeout(timeout).map_err(Into::into),
             Link::Server(con) => con
                 .set_read_timeout(Some(timeout))
                 .and_then(|()| con.set_write_timeout(Some(timeout))),
@@ -279,7 +300,10 @@ impl RedisStore {
         let result = self.cleanup_connection(timeout, f);
         if let Err(e) = &result
             && self.inner.stop_after_failure
-            && matches!(e.kind(), FailureKind::Timeout | FailureKind::Connection)
+            && matches!(
+                e.kind(),
+                FailureKind::Timeout | FailureKind::Connection | FailureKind::StateLost
+            )
         {
             let mut stopped = self
                 .inner
@@ -369,9 +393,14 @@ impl RedisStore {
 
     fn connect(&self, timeout: Duration) -> redis::RedisResult<Link> {
         match &self.inner.target {
-            Target::Server(client) => client
-                .get_connection_with_timeout(timeout)
-                .map(Link::Server),
+            Target::Server(client) => {
+                match raw::Raw::connect(client.get_connection_info(), timeout) {
+                    Some(raw) => raw.map(Link::Raw),
+                    None => client
+                        .get_connection_with_timeout(timeout)
+                        .map(Link::Server),
+                }
+            }
             Target::Cluster(seeds) => seeds
                 .connect(timeout)
                 .map(|con| Link::Cluster(Box::new(con))),
@@ -497,6 +526,10 @@ impl RedisStoreBuilder {
             };
             Target::Server(client.map_err(scrub)?)
         };
+        let marker = match target {
+            Target::Server(_) => Some(marker::marker_key(&self.prefix)),
+            Target::Cluster(_) => None,
+        };
         let store = RedisStore {
             inner: Arc::new(Inner {
                 target,
@@ -505,11 +538,14 @@ impl RedisStoreBuilder {
                 secrets,
                 stop_after_failure: self.stop_after_failure,
                 stopped: Mutex::new(None),
+                marker,
+                losses: AtomicU64::new(0),
             }),
         };
         store.with_connection(OPEN_TIMEOUT, |con| {
             redis::cmd("PING").query::<String>(con).map(drop)
         })?;
+        store.mark()?;
         Ok(store)
     }
 }

@@ -60,8 +60,9 @@ pub const SCRIPT_COMMANDS: [&str; 12] = [
 ];
 
 /// The commands the store sends itself, besides the scripts': `EVALSHA` (every
-/// decision), `SCRIPT LOAD` (after `NOSCRIPT`) and `PING` (opening). ACL names.
-pub const CLIENT_COMMANDS: [&str; 3] = ["evalsha", "ping", "script|load"];
+/// decision), `SCRIPT LOAD` (after `NOSCRIPT`), `PING` (opening) and `SET` (the marker
+/// key, at opening and after a loss). ACL names.
+pub const CLIENT_COMMANDS: [&str; 4] = ["evalsha", "ping", "script|load", "set"];
 
 /// The safety TTL of every key written at a caller's instant: refreshed by each write,
 /// so a key not written for this long (wall time) expires on its own, e.g. after the
@@ -78,6 +79,20 @@ const CALLER_TTL_MODE: &str = "ttl3600000";
 pub(super) fn script_for(parts: &[Part]) -> &'static Script {
     let set = parts.iter().fold(0, |set, p| set | 1 << p.family.file());
     &SCRIPTS[set]
+}
+
+/// The bucket family's fast path (`lua/fast_bucket.lua`): the same arguments, keys and
+/// reply as the general script, for one part deciding and writing.
+static FAST_BUCKET: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/fast_bucket.lua")));
+
+/// The script for one call: the fast path when it covers the call (one bucket-family
+/// part, a decision that writes, no per-part detail), else [`script_for`].
+pub(super) fn script_for_call(parts: &[Part], mode: Mode, detail: bool) -> &'static Script {
+    match (parts, mode, detail) {
+        ([part], Mode::Decide(_), false) if part.family == Family::Bucket => &FAST_BUCKET,
+        _ => script_for(parts),
+    }
 }
 
 /// Which Lua family computes a part.
@@ -302,7 +317,11 @@ mod tests {
 
     #[test]
     fn the_acl_list_is_exactly_the_commands_the_scripts_call() {
-        let mut sources = vec![include_str!("lua/common.lua"), include_str!("lua/main.lua")];
+        let mut sources = vec![
+            include_str!("lua/common.lua"),
+            include_str!("lua/main.lua"),
+            include_str!("lua/fast_bucket.lua"),
+        ];
         sources.extend(FILES);
         let mut found: Vec<String> = sources.iter().flat_map(|s| called(s)).collect();
         found.sort();

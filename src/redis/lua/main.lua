@@ -9,10 +9,29 @@
 -- Returns {now_s, now_ns, then per part: passed, pass_s, pass_ns, remaining, reset_s,
 -- reset_ns [, passed1, pass1_s, pass1_ns]}. `pass` is the instant the cost would pass
 -- (-1, -1: never); waits are formed in Rust (u128), from the instant asked.
+-- KEYS may end with the store's marker key (one key past the parts' keys): it exists
+-- from the store's opening on, so a call that finds it gone knows the server lost the
+-- store's keys (FLUSHALL/FLUSHDB, a restart without persistence) and answers with an
+-- error before reading or writing any state. Each call renews its TTL: 24 h after a
+-- call on server time, 1 h after one at a caller's instant (the safety TTL).
 local cost = tonumber(ARGV[1])
 local detail = ARGV[5] == '1'
+local nkeys, a = 0, 6
+while a <= #ARGV do
+  local family = FAMILIES[ARGV[a]]
+  nkeys = nkeys + family.nkeys
+  a = a + 1 + family.nargs
+end
+if #KEYS > nkeys then
+  local ttl = 3600000
+  if ABS then ttl = 86400000 end
+  if redis.call('PEXPIRE', KEYS[#KEYS], ttl) == 0 then
+    return redis.error_reply('STATELOST the store\'s marker key is gone: the server lost its keys')
+  end
+end
 local parts = {}
-local k, a = 1, 6
+local k
+k, a = 1, 6
 while a <= #ARGV do
   local family = FAMILIES[ARGV[a]]
   local st = family.load(KEYS, k, ARGV, a + 1)
@@ -28,7 +47,7 @@ if ARGV[4] == 'evict' then
     local _, idle = st.family.reset(st)
     if not idle then return 0 end
   end
-  redis.call('DEL', unpack(KEYS))
+  redis.call('DEL', unpack(KEYS, 1, nkeys))
   return 1
 end
 local function instant(ok, p)
