@@ -5,22 +5,20 @@
 //! A group's results depend only on its own algorithms, never on which thread runs it
 //! or on the other groups; it does not spawn threads itself.
 
+use std::sync::Arc;
+
 use super::dispatch::driver;
 use super::driver::{Drive, Job};
-use super::fanout::{Received, Stopped};
 use super::progress::Progress;
 use super::record::Outcome;
 use super::reference::{ReferenceFeed, Share};
+use super::stream::{CHUNK, History, Received, Stopped, next_chunk};
 use crate::registry::Entry;
 use crate::sim::traffic::Arrival;
 use crate::sim::{
-    AlgorithmReport, ArrivalStream, DecisionSink, KeyTable, Scenario, ScenarioError, SimError,
-    StateStore,
+    AlgorithmReport, ArrivalStream, ClientModel, DecisionSink, KeyTable, Scenario, ScenarioError,
+    SimError, StateStore,
 };
-
-/// Arrivals generated and fed to the algorithms at a time: small enough to stay in
-/// cache, large enough that the per-chunk dynamic dispatch is noise.
-pub(super) const CHUNK: usize = 1024;
 
 /// One algorithm handed to a worker: its index in the scenario and its sink.
 pub(super) struct Assigned<'a> {
@@ -34,13 +32,27 @@ pub(super) type Finished = (usize, Result<AlgorithmReport, SimError>);
 
 /// Where a pass gets the arrival stream.
 pub(super) enum Source {
-    /// Generates it itself (the only group of a run).
-    Generate,
-    /// Receives it from the run's producer (one of several groups, see `fanout`).
+    /// Generates it itself (the only group of a run), keeping its [`History`] when
+    /// `keep_history` (see [`replayable`]).
+    Generate { keep_history: bool },
+    /// Receives it from the run's producer (one of several groups, see `stream`).
     Receive(Received),
     /// Generates the arrivals of these keys only (ids in this table, the first pass's):
     /// a silent second pass whose drivers each look at one key.
     Only(KeyTable, Vec<u32>),
+    /// Replays the arrivals of these keys from the first pass's history (ids in this
+    /// table, the first pass's): the same arrivals as `Only`, without generating the
+    /// stream again.
+    Replay(KeyTable, Arc<History>, Vec<u32>),
+}
+
+/// Whether a second pass of `scenario` can replay its keys' arrivals alone: with open
+/// clients on one server, a key's decisions depend on its own arrivals only (eviction
+/// forgets only states indistinguishable from fresh ones). Retrying clients share their
+/// jitter draws, and a deployment's routing and nodes are moved by every key, so those
+/// need the whole stream again.
+pub(super) fn replayable(scenario: &Scenario) -> bool {
+    scenario.client == ClientModel::Open && scenario.deployment.is_none()
 }
 
 /// Runs a group of algorithms in lockstep on one thread. If the key whose window count
@@ -74,7 +86,7 @@ pub(super) fn run_group<'a>(
         drivers.push(driver(job));
         owners.push((a.index, a.entry));
     }
-    let Ok((first, keys)) = run_pass(scenario, drivers, share, source) else {
+    let Ok((first, keys, history)) = run_pass(scenario, drivers, share, source) else {
         return Vec::new();
     };
     let mut again = Vec::new();
@@ -90,17 +102,19 @@ pub(super) fn run_group<'a>(
         results.push((index, outcome));
     }
     // When every silent driver looks at one key only (open clients on one server), the
-    // arrivals of those keys are all they need; otherwise (retrying clients, whose
-    // jitter draws are shared; a deployment, whose routing and nodes every key moves)
-    // they get the whole stream.
+    // arrivals of those keys are all they need, replayed from the first pass's history
+    // when it was kept; otherwise (see `replayable`) they get the whole stream.
     let only: Option<Vec<u32>> = again.iter().map(|d| d.only_key()).collect();
-    let source = match (only, keys) {
-        (Some(wanted), Some(keys)) => Source::Only(keys, wanted),
-        _ => Source::Generate,
+    let source = match (only, keys, history) {
+        (Some(wanted), Some(keys), Some(history)) => Source::Replay(keys, history, wanted),
+        (Some(wanted), Some(keys), None) => Source::Only(keys, wanted),
+        _ => Source::Generate {
+            keep_history: false,
+        },
     };
     // A stream the group generates itself never stops early: errors are in the results.
     let second = run_pass(scenario, again, Share::Alone, source)
-        .map(|(outcomes, _)| outcomes)
+        .map(|(outcomes, _, _)| outcomes)
         .unwrap_or_default();
     for (slot, outcome) in again_slots.into_iter().zip(second) {
         let result = &mut results[slot].1;
@@ -153,9 +167,13 @@ fn second_pass<'a>(
     Some(driver(job))
 }
 
-/// A pass's outcomes, one per driver, and the stream's keys (`None` if the stream
-/// failed or there was no driver to feed).
-type Pass = (Vec<Result<Outcome, SimError>>, Option<KeyTable>);
+/// A pass's outcomes, one per driver, the stream's keys (`None` if the stream failed
+/// or there was no driver to feed), and its history when one was kept.
+type Pass = (
+    Vec<Result<Outcome, SimError>>,
+    Option<KeyTable>,
+    Option<Arc<History>>,
+);
 
 /// Feeds the stream from `source`, chunk by chunk, to every driver, and finishes them;
 /// with the stream's keys, unless it failed.
@@ -166,49 +184,81 @@ fn run_pass<'a>(
     source: Source,
 ) -> Result<Pass, Stopped> {
     if drivers.is_empty() {
-        return Ok((Vec::new(), None));
+        return Ok((Vec::new(), None, None));
     }
     let mut reference = ReferenceFeed::new(scenario, &drivers, share, CHUNK);
     let fed = match source {
-        Source::Generate => {
-            generate_all(ArrivalStream::new(scenario), &mut reference, &mut drivers)
-        }
-        Source::Only(keys, wanted) => generate_all(
-            ArrivalStream::only(scenario, keys, &wanted),
+        Source::Generate { keep_history } => generate_all(
+            ArrivalStream::new(scenario),
+            keep_history,
             &mut reference,
             &mut drivers,
         ),
+        Source::Only(keys, wanted) => generate_all(
+            ArrivalStream::only(scenario, keys, &wanted),
+            false,
+            &mut reference,
+            &mut drivers,
+        ),
+        Source::Replay(keys, history, wanted) => {
+            replay_all(history.replay(&wanted), &mut reference, &mut drivers, &keys);
+            Ok((keys, None))
+        }
         Source::Receive(received) => Ok(receive_all(received, &mut reference, &mut drivers)?),
     };
     Ok(match fed {
-        Ok(keys) => {
+        Ok((keys, history)) => {
             let outcomes = drivers.into_iter().map(|d| d.finish(&keys)).collect();
-            (outcomes, Some(keys))
+            (outcomes, Some(keys), history)
         }
         Err(e) => {
             let outcomes = drivers
                 .iter()
                 .map(|_| Err(SimError::Scenario(e.clone())))
                 .collect();
-            (outcomes, None)
+            (outcomes, None, None)
         }
     })
 }
 
-/// Feeds `stream` to the drivers; the stream's keys at its end.
+/// A stream's keys at its end, and its history when one was kept.
+type Fed = (KeyTable, Option<Arc<History>>);
+
+/// Feeds `stream` to the drivers, keeping its history when `keep_history`.
 fn generate_all(
     stream: Result<ArrivalStream, ScenarioError>,
+    keep_history: bool,
     reference: &mut ReferenceFeed,
     drivers: &mut [Box<dyn Drive + '_>],
-) -> Result<KeyTable, ScenarioError> {
+) -> Result<Fed, ScenarioError> {
     let mut stream = stream?;
+    let mut history = keep_history.then(History::default);
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         next_chunk(&mut stream, &mut chunk)?;
+        History::keep(&mut history, &chunk);
         if chunk.is_empty() {
-            return Ok(stream.into_keys());
+            return Ok((stream.into_keys(), history.map(Arc::new)));
         }
         feed_chunk(reference, drivers, &chunk, stream.keys());
+    }
+}
+
+/// Feeds the drivers the `arrivals` replayed from a history, a chunk at a time.
+fn replay_all(
+    mut arrivals: impl Iterator<Item = (u64, Arrival)>,
+    reference: &mut ReferenceFeed,
+    drivers: &mut [Box<dyn Drive + '_>],
+    keys: &KeyTable,
+) {
+    let mut chunk = Vec::with_capacity(CHUNK);
+    loop {
+        chunk.clear();
+        chunk.extend(arrivals.by_ref().take(CHUNK));
+        if chunk.is_empty() {
+            return;
+        }
+        feed_chunk(reference, drivers, &chunk, keys);
     }
 }
 
@@ -217,11 +267,11 @@ fn receive_all(
     mut received: Received,
     reference: &mut ReferenceFeed,
     drivers: &mut [Box<dyn Drive + '_>],
-) -> Result<KeyTable, Stopped> {
+) -> Result<Fed, Stopped> {
     while let Some(chunk) = received.next()? {
         feed_chunk(reference, drivers, &chunk, received.keys());
     }
-    Ok(received.into_keys())
+    Ok(received.finish())
 }
 
 /// Feeds one chunk to every driver of a group that shares one rule: the reference
@@ -240,19 +290,4 @@ pub(super) fn feed_chunk(
             d.feed(chunk, log, keys, None);
         }
     }
-}
-
-/// Refills `chunk` with up to [`CHUNK`] arrivals; empty at the end of the stream.
-pub(super) fn next_chunk(
-    stream: &mut ArrivalStream,
-    chunk: &mut Vec<(u64, Arrival)>,
-) -> Result<(), ScenarioError> {
-    chunk.clear();
-    while chunk.len() < CHUNK {
-        match stream.next_arrival()? {
-            Some(arrival) => chunk.push(arrival),
-            None => break,
-        }
-    }
-    Ok(())
 }

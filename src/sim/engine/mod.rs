@@ -35,8 +35,8 @@
 //! ## Where each concept lives
 //! - `threads`: dealing algorithms into groups, one worker thread per group, and the
 //!   channels that share the stream and the reference between them.
-//! - `fanout`: one stream generated once and sent, chunk by chunk, to several workers
-//!   (a run's groups, a sweep's workers).
+//! - `stream`: the stream a chunk at a time, fanned out to several workers (a run's
+//!   groups, a sweep's workers), and the history a second pass replays.
 //! - `group`: one group in lockstep over the chunked stream, and the second pass.
 //! - `reference`: the exact reference and where a group gets its decisions.
 //! - `compare`: one algorithm's decisions counted against the reference's.
@@ -62,7 +62,6 @@ mod compare;
 mod deployment;
 mod dispatch;
 mod driver;
-mod fanout;
 mod group;
 mod janitor;
 mod probe;
@@ -73,6 +72,7 @@ mod reference;
 mod retry;
 mod states;
 mod steps;
+mod stream;
 mod sweep;
 mod threads;
 

@@ -17,10 +17,10 @@ use std::sync::mpsc::sync_channel;
 
 use super::dispatch::driver;
 use super::driver::{Drive, Job};
-use super::fanout::{self, Received};
-use super::group::{CHUNK, feed_chunk};
+use super::group::feed_chunk;
 use super::progress::Progress;
 use super::reference::{ReferenceFeed, Share};
+use super::stream::{self, CHUNK, Received};
 use super::{RunOptions, report_of};
 use crate::registry::Entry;
 use crate::rule::Rule;
@@ -138,12 +138,13 @@ fn run_workers<'a>(
         let mut handles = Vec::new();
         for units in dealt {
             // A few chunks of slack so the producer rarely waits for a worker.
-            let (tx, rx) = sync_channel(fanout::SLACK);
+            let (tx, rx) = sync_channel(stream::SLACK);
             senders.push(tx);
             let received = Received::new(rx);
             handles.push(s.spawn(move || work(configs, entries, units, progress, received)));
         }
-        let produced = fanout::produce(scenario, senders);
+        // A sweep makes no second pass: no history.
+        let produced = stream::produce(scenario, senders, false);
         let finished: Vec<Finished> = handles
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -191,7 +192,7 @@ fn work<'a>(
             feed_chunk(feed, drivers, &arrivals, received.keys());
         }
     }
-    let keys = received.into_keys();
+    let (keys, _) = received.finish();
     let mut finished = Vec::new();
     for (unit, (_, drivers)) in units.iter().zip(running) {
         for (&a, d) in unit.algorithms.iter().zip(drivers) {

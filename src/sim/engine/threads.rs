@@ -4,15 +4,15 @@
 //! Each group is independent and its results are keyed by algorithm index, so the
 //! grouping (and the thread count) cannot affect the report. With several groups, the
 //! calling thread generates the arrival stream once and sends it to all of them
-//! (`fanout`). Threads share only that stream, the progress counter and the reference's
+//! (`stream`). Threads share only that stream, the progress counter and the reference's
 //! decisions, whose channels are laid here; nothing here decides or measures a request.
 
 use std::sync::mpsc::sync_channel;
 
-use super::fanout::{self, Received};
-use super::group::{Assigned, Finished, Source, run_group};
+use super::group::{Assigned, Finished, Source, replayable, run_group};
 use super::progress::Progress;
 use super::reference::Share;
+use super::stream::{self, Received};
 use crate::registry::{Builtin, Registry};
 use crate::sim::{AlgorithmReport, ClientModel, DecisionSink, Scenario, SimError, StateStore};
 
@@ -47,25 +47,29 @@ pub(super) fn run_groups<'a>(
     store: &'a StateStore,
 ) -> Result<Vec<AlgorithmReport>, SimError> {
     let shared = share_reference(scenario, &groups);
+    let keep_history = replayable(scenario);
     let finished: Vec<Vec<Finished>> = if groups.len() == 1 {
         groups
             .into_iter()
             .zip(shared)
-            .map(|(g, share)| run_group(scenario, g, progress, share, store, Source::Generate))
+            .map(|(g, share)| {
+                let source = Source::Generate { keep_history };
+                run_group(scenario, g, progress, share, store, source)
+            })
             .collect()
     } else {
         std::thread::scope(|s| {
             let mut senders = Vec::new();
             let mut handles = Vec::new();
             for (g, share) in groups.into_iter().zip(shared) {
-                let (tx, rx) = sync_channel(fanout::SLACK);
+                let (tx, rx) = sync_channel(stream::SLACK);
                 senders.push(tx);
                 let source = Source::Receive(Received::new(rx));
                 handles
                     .push(s.spawn(move || run_group(scenario, g, progress, share, store, source)));
             }
             // This thread generates the stream once for every group.
-            let produced = fanout::produce(scenario, senders);
+            let produced = stream::produce(scenario, senders, keep_history);
             let finished = handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
