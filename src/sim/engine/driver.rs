@@ -176,8 +176,12 @@ impl<S: KeyStates> Driver<'_, S> {
             (None, _) => self.run.record.m.never_fits += 1,
             (Some(retry_after), Some(probes)) => {
                 let now = event.time;
+                let states = &mut self.states;
+                let (key, cost) = (event.key, event.cost);
                 let earliest = probes
-                    .earliest(&mut self.states, event.key, event.cost, now, retry_after)
+                    .earliest(key, cost, now, || {
+                        states.earliest(key, cost, now, retry_after)
+                    })
                     .map_err(Into::into)?;
                 judge(&mut self.run.record.m, now, retry_after, earliest);
             }

@@ -17,7 +17,7 @@ use crate::registry::Entry;
 use crate::sim::traffic::Arrival;
 use crate::sim::{
     AlgorithmReport, ArrivalStream, ClientModel, DecisionSink, KeyTable, Scenario, ScenarioError,
-    SimError, StateStore,
+    SimError, StateStore, TrafficKind,
 };
 
 /// One algorithm handed to a worker: its index in the scenario and its sink.
@@ -33,7 +33,7 @@ pub(super) type Finished = (usize, Result<AlgorithmReport, SimError>);
 /// Where a pass gets the arrival stream.
 pub(super) enum Source {
     /// Generates it itself (the only group of a run), keeping its [`History`] when
-    /// `keep_history` (see [`replayable`]).
+    /// `keep_history` (see [`keeps_history`]).
     Generate { keep_history: bool },
     /// Receives it from the run's producer (one of several groups, see `stream`).
     Receive(Received),
@@ -46,13 +46,19 @@ pub(super) enum Source {
     Replay(KeyTable, Arc<History>, Vec<u32>),
 }
 
-/// Whether a second pass of `scenario` can replay its keys' arrivals alone: with open
-/// clients on one server, a key's decisions depend on its own arrivals only (eviction
-/// forgets only states indistinguishable from fresh ones). Retrying clients share their
-/// jitter draws, and a deployment's routing and nodes are moved by every key, so those
-/// need the whole stream again.
-pub(super) fn replayable(scenario: &Scenario) -> bool {
-    scenario.client == ClientModel::Open && scenario.deployment.is_none()
+/// Whether the first pass of `scenario` keeps the stream's [`History`] for a second
+/// pass to replay. Only with open clients on one server, where a key's decisions depend
+/// on its own arrivals alone (eviction forgets only states indistinguishable from fresh
+/// ones): retrying clients share their jitter draws, and a deployment's routing and
+/// nodes are moved by every key, so those need the whole stream again. And only when
+/// the stream replays a trace, whose parsing is most of a run's cost: a generated
+/// stream is drawn again instead (for only the wanted keys' sources), at the cost of
+/// its random draws, which is less than its history's memory is worth (46 MB for 10 M
+/// Poisson arrivals over 100,000 clients).
+pub(super) fn keeps_history(scenario: &Scenario) -> bool {
+    scenario.client == ClientModel::Open
+        && scenario.deployment.is_none()
+        && (scenario.traffic.iter()).any(|t| matches!(t.kind, TrafficKind::Trace { .. }))
 }
 
 /// Runs a group of algorithms in lockstep on one thread. If the key whose window count
@@ -103,7 +109,7 @@ pub(super) fn run_group<'a>(
     }
     // When every silent driver looks at one key only (open clients on one server), the
     // arrivals of those keys are all they need, replayed from the first pass's history
-    // when it was kept; otherwise (see `replayable`) they get the whole stream.
+    // when it was kept (see `keeps_history`); otherwise they get the whole stream.
     let only: Option<Vec<u32>> = again.iter().map(|d| d.only_key()).collect();
     let source = match (only, keys, history) {
         (Some(wanted), Some(keys), Some(history)) => Source::Replay(keys, history, wanted),

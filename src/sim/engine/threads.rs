@@ -9,7 +9,7 @@
 
 use std::sync::mpsc::sync_channel;
 
-use super::group::{Assigned, Finished, Source, replayable, run_group};
+use super::group::{Assigned, Finished, Source, keeps_history, run_group};
 use super::progress::Progress;
 use super::reference::Share;
 use super::stream::{self, Received};
@@ -47,7 +47,7 @@ pub(super) fn run_groups<'a>(
     store: &'a StateStore,
 ) -> Result<Vec<AlgorithmReport>, SimError> {
     let shared = share_reference(scenario, &groups);
-    let keep_history = replayable(scenario);
+    let keep_history = keeps_history(scenario);
     let finished: Vec<Vec<Finished>> = if groups.len() == 1 {
         groups
             .into_iter()

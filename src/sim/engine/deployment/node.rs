@@ -68,8 +68,9 @@ impl<A: Algorithm> Limiter<A> {
             match answer.retry_after {
                 _ if answer.allowed => probes.forget(event.key),
                 Some(retry_after) => {
-                    let Ok(earliest) =
-                        probes.earliest(&mut self.own, event.key, event.cost, now, retry_after);
+                    let (own, key, cost) = (&mut self.own, event.key, event.cost);
+                    let Ok(earliest) = probes
+                        .earliest(key, cost, now, || own.earliest(key, cost, now, retry_after));
                     judge(m, now, retry_after, earliest);
                 }
                 None => {}
