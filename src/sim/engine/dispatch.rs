@@ -9,8 +9,9 @@
 //! This is the one place the engine builds algorithms (besides the reference's own
 //! sliding log, `reference`); it never runs them.
 
-use super::deployment::DeployDriver;
+use super::deployment::Deployed;
 use super::driver::{Drive, Driver, Job};
+use super::server::Server;
 use super::states::Local;
 use crate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog,
@@ -29,7 +30,9 @@ pub(super) fn driver<'a>(job: Job<'a>) -> Box<dyn Drive + 'a> {
     if let super::StateStore::Redis(store) = job.store {
         let limiter = remote::limiter(store, job.entry, &rules(job.scenario))
             .expect("the run checked every algorithm against the store before it started");
-        return Box::new(Driver::new(job, super::states::Remote::new(limiter)));
+        let states = super::states::Remote::new(limiter);
+        let server = Server::new(job.scenario, states, Nanos::ZERO).judged(job.judged());
+        return Box::new(Driver::new(job, server));
     }
     let entry = job.entry;
     if !job.scenario.extra_limits.is_empty() {
@@ -67,9 +70,13 @@ fn boxed<'a, A: Algorithm + 'a>(
     match sc.deployment {
         None => {
             let states = Local::new(make(&rules(sc)), heap_bytes);
-            Box::new(Driver::new(job, states))
+            let server = Server::new(sc, states, Nanos::ZERO).judged(job.judged());
+            Box::new(Driver::new(job, server))
         }
-        Some(deployment) => Box::new(DeployDriver::new(job, deployment, &make, heap_bytes)),
+        Some(deployment) => {
+            let deployed = Deployed::new(sc, deployment, &make, heap_bytes, job.judged());
+            Box::new(Driver::new(job, deployed))
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::dispatch::driver;
-use super::driver::{Drive, Job};
+use super::driver::{Drive, Job, Mode};
 use super::progress::Progress;
 use super::record::Outcome;
 use super::reference::{ReferenceFeed, Share};
@@ -83,10 +83,8 @@ pub(super) fn run_group<'a>(
         let job = Job {
             scenario,
             entry: a.entry,
-            sink: Some(a.sink),
+            mode: Mode::Report(a.sink),
             progress: Some(progress),
-            track: None,
-            series: true,
             store,
         };
         drivers.push(driver(job));
@@ -164,10 +162,8 @@ fn second_pass<'a>(
     let job = Job {
         scenario,
         entry,
-        sink: None,
+        mode: Mode::Redraw(worst),
         progress: None,
-        track: Some(worst),
-        series: true,
         store,
     };
     Some(driver(job))

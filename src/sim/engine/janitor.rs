@@ -66,21 +66,12 @@ impl Janitor {
         }
     }
 
-    /// Runs every sweep due at or before `now`, each at its own instant.
+    /// Runs every sweep due at or before true time `now`. Each sweep due at `at` runs at
+    /// `reading(at)`: the states' clock may not be true time, and `reading(at)` is the
+    /// earliest instant they can still be asked at afterwards (so no state that would
+    /// still count is evicted).
     #[inline]
     pub(super) fn catch_up<S: KeyStates>(
-        &mut self,
-        states: &mut S,
-        now: Nanos,
-    ) -> Result<(), S::Error> {
-        self.catch_up_read(states, now, |at| at)
-    }
-
-    /// [`catch_up`](Self::catch_up) for states whose clock is not true time: each sweep
-    /// due at true time `at` runs at `reading(at)`, the earliest instant the states can
-    /// still be asked at afterwards (so no state that would still count is evicted).
-    #[inline]
-    pub(super) fn catch_up_read<S: KeyStates>(
         &mut self,
         states: &mut S,
         now: Nanos,

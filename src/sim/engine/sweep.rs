@@ -16,7 +16,7 @@
 use std::sync::mpsc::sync_channel;
 
 use super::dispatch::driver;
-use super::driver::{Drive, Job};
+use super::driver::{Drive, Job, Mode};
 use super::group::feed_chunk;
 use super::progress::Progress;
 use super::reference::{ReferenceFeed, Share};
@@ -24,7 +24,7 @@ use super::stream::{self, CHUNK, Received};
 use super::{RunOptions, report_of};
 use crate::registry::Entry;
 use crate::rule::Rule;
-use crate::sim::{AlgorithmReport, NoopSink, RunReport, Scenario, SimError, StateStore};
+use crate::sim::{AlgorithmReport, RunReport, Scenario, SimError, StateStore};
 
 /// The algorithms (indices into the scenario's list) of one configuration that one
 /// worker runs together, sharing one reference.
@@ -174,10 +174,8 @@ fn work<'a>(
                     driver(Job {
                         scenario,
                         entry: entries[a],
-                        sink: Some(Box::new(NoopSink)),
+                        mode: Mode::Sweep,
                         progress: Some(progress),
-                        track: None,
-                        series: false,
                         store: &StateStore::Memory,
                     })
                 })

@@ -1,0 +1,125 @@
+//! One server's limiter: its key states (in memory or in Redis), on its own clock, with
+//! the idle-key janitor that sweeps them and the probes that judge each denial's
+//! advice. A run on one server decides every attempt here; a deployment has one per
+//! node (and one for a central store), each asked by `deployment` at its own clock's
+//! instants.
+//!
+//! It holds state and answers; which instant it is asked at, and when, is the caller's
+//! to decide. The algorithm decides each request, never this file.
+
+use super::attempt::{Answer, Event};
+use super::driver::{Decide, Decided};
+use super::janitor::Janitor;
+use super::probe::{Probes, judge};
+use super::states::KeyStates;
+use crate::sim::{AlgorithmReport, KeyTable, Metrics, Scenario, SimError};
+use crate::time::Nanos;
+
+/// A limiter's key states on their own clock, with their janitor and probes.
+pub(super) struct Server<S: KeyStates> {
+    /// The states (for a deployment's stores, reached directly: `deployment`).
+    pub(super) states: S,
+    janitor: Janitor,
+    /// The most this server's clock can be behind true time (its sweeps run that much
+    /// earlier, so nothing it would still count is evicted).
+    behind: Nanos,
+    /// Judges each denial's `retry_after` against these states, when they alone
+    /// decide their requests and the run judges advice.
+    probes: Option<Probes>,
+    /// The clock's reading at the latest [`advance`](Server::advance).
+    pub(super) at: Nanos,
+}
+
+impl<S: KeyStates> Server<S> {
+    /// A server over `states` (all fresh) whose clock is at most `behind` true time.
+    pub(super) fn new(sc: &Scenario, states: S, behind: Nanos) -> Self {
+        Server {
+            janitor: Janitor::new(sc, &states),
+            states,
+            behind,
+            probes: None,
+            at: Nanos::ZERO,
+        }
+    }
+
+    /// This server judges the advice of its denials (see `probe`).
+    pub(super) fn judged(mut self, judged: bool) -> Self {
+        self.probes = judged.then(Probes::new);
+        self
+    }
+
+    /// Runs the idle-key sweeps due by true time `now`, then sets the clock to `at`,
+    /// where `key` is about to be asked.
+    #[inline]
+    pub(super) fn advance(&mut self, now: Nanos, at: Nanos, key: u32) -> Result<(), S::Error> {
+        let behind = self.behind;
+        self.janitor
+            .catch_up(&mut self.states, now, |t| t - behind)?;
+        self.at = at;
+        self.janitor.touch(key);
+        Ok(())
+    }
+
+    /// Decides `event` at the clock's instant (check and consume, atomically), and
+    /// judges a denial's advice into `m` when this server has probes.
+    #[inline]
+    pub(super) fn ask(&mut self, event: &Event, m: &mut Metrics) -> Result<Answer, S::Error> {
+        let now = self.at;
+        let answer = self.states.ask(event, now)?;
+        if let Some(probes) = self.probes.as_mut() {
+            match answer.retry_after {
+                _ if answer.allowed => probes.forget(event.key),
+                Some(retry_after) => {
+                    let (states, key, cost) = (&mut self.states, event.key, event.cost);
+                    let earliest = probes.earliest(key, cost, now, || {
+                        states.earliest(key, cost, now, retry_after)
+                    })?;
+                    judge(m, now, retry_after, earliest);
+                }
+                None => {}
+            }
+        }
+        Ok(answer)
+    }
+
+    /// The final sweep at true time `end`, and the memory samples, added into `m`
+    /// (keys summed over a deployment's servers, the largest state kept).
+    pub(super) fn report(&mut self, end: Nanos, m: &mut Metrics) -> Result<(), S::Error> {
+        self.janitor
+            .sweep(&mut self.states, end - self.behind, false)?;
+        let mut own = Metrics::default();
+        self.janitor.report(&mut own);
+        m.peak_keys += own.peak_keys;
+        m.state_bytes_per_key = m.state_bytes_per_key.max(own.state_bytes_per_key);
+        Ok(())
+    }
+}
+
+/// A run on one server: every attempt decided at its arrival, on true time.
+impl<S: KeyStates> Decide for Server<S> {
+    #[inline]
+    fn decide(
+        &mut self,
+        event: &Event,
+        m: &mut Metrics,
+        _keys: &KeyTable,
+    ) -> Result<Decided, SimError> {
+        self.advance(event.time, event.time, event.key)
+            .map_err(Into::into)?;
+        let answer = self.ask(event, m).map_err(Into::into)?;
+        Ok(Decided {
+            answer,
+            passes: event.time.saturating_add(self.states.delay()),
+            heard: event.time,
+        })
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u32) {
+        self.states.prefetch(key);
+    }
+
+    fn finish(mut self, end: Nanos, report: &mut AlgorithmReport) -> Result<(), SimError> {
+        self.report(end, &mut report.metrics).map_err(Into::into)
+    }
+}
