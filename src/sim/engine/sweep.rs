@@ -17,14 +17,14 @@ use std::sync::mpsc::sync_channel;
 
 use super::dispatch::driver;
 use super::driver::{Drive, Job, Mode};
-use super::group::feed_chunk;
 use super::progress::Progress;
 use super::reference::{ReferenceFeed, Share};
+use super::run::{RunOptions, feed_chunk, report_of};
+use super::states::StateStore;
 use super::stream::{self, CHUNK, Received};
-use super::{RunOptions, report_of};
 use crate::registry::Entry;
 use crate::rule::Rule;
-use crate::sim::{AlgorithmReport, RunReport, Scenario, SimError, StateStore};
+use crate::sim::{AlgorithmReport, RunReport, Scenario, SimError};
 
 /// The algorithms (indices into the scenario's list) of one configuration that one
 /// worker runs together, sharing one reference.

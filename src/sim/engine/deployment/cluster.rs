@@ -20,7 +20,7 @@ use crate::time::Nanos;
 
 /// One limiter of a deployment — a node's own, or the central store's — on its own
 /// clock, with its own idle-key janitor.
-pub(super) type Node<A> = Server<Local<A>>;
+type Node<A> = Server<Local<A>>;
 
 /// A node's limiter for `algorithm`, whose clock is at most `behind` true time.
 fn node<A: Algorithm>(

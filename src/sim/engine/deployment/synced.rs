@@ -11,7 +11,8 @@
 //! that is the over-admission this store teaches.
 
 use super::super::attempt::{Answer, Event};
-use super::cluster::Node;
+use super::super::server::Server;
+use super::super::states::Local;
 use crate::algorithm::Algorithm;
 use crate::sim::Metrics;
 use crate::time::Nanos;
@@ -30,8 +31,8 @@ struct Admission {
 
 /// Local limiters and the state they last agreed on.
 pub(super) struct Synced<A: Algorithm> {
-    nodes: Vec<Node<A>>,
-    agreed: Node<A>,
+    nodes: Vec<Server<Local<A>>>,
+    agreed: Server<Local<A>>,
     interval: Nanos,
     latency: Nanos,
     /// The next exchange's round (`S = round · interval`).
@@ -45,8 +46,8 @@ pub(super) struct Synced<A: Algorithm> {
 
 impl<A: Algorithm> Synced<A> {
     pub(super) fn new(
-        nodes: Vec<Node<A>>,
-        agreed: Node<A>,
+        nodes: Vec<Server<Local<A>>>,
+        agreed: Server<Local<A>>,
         interval: Nanos,
         latency: Nanos,
     ) -> Self {
