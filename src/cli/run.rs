@@ -13,7 +13,7 @@ use ratesim::report::{
     self, DecisionParts, Progress, RunMetadata, ScenarioSource, TableOptions, WriteOptions,
 };
 use ratesim::sim::{
-    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError, StateStore,
+    self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, SimError, StateBackend,
 };
 use ratesim::{Registry, Rule};
 
@@ -122,7 +122,7 @@ impl Common {
         &self,
         progress: &'a (dyn Fn(u64, u64) + Sync),
         registry: &'a Registry,
-        store: &'a StateStore,
+        store: &'a StateBackend,
     ) -> RunOptions<'a> {
         let defaults = RunOptions::default();
         RunOptions {

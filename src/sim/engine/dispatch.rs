@@ -12,7 +12,7 @@
 use super::deployment::Deployed;
 use super::driver::{Drive, Driver, Job};
 use super::server::Server;
-use super::states::{Local, StateStore};
+use super::states::{Local, StateBackend};
 use crate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog,
     TokenBucket,
@@ -27,7 +27,7 @@ use crate::time::Nanos;
 /// any other entry falls back to its type-erased algorithm.
 pub(super) fn driver<'a>(job: Job<'a>) -> Box<dyn Drive + 'a> {
     #[cfg(feature = "redis")]
-    if let StateStore::Redis(store) = job.store {
+    if let StateBackend::Redis(store) = job.store {
         let limiter = remote::limiter(store, job.entry, &rules(job.scenario))
             .expect("the run checked every algorithm against the store before it started");
         let states = super::states::Remote::new(limiter);
@@ -93,12 +93,12 @@ fn rules(sc: &Scenario) -> Vec<Rule> {
 pub fn check_store(
     scenario: &Scenario,
     registry: &Registry,
-    store: &StateStore,
+    store: &StateBackend,
 ) -> Result<(), SimError> {
     match store {
-        StateStore::Memory => Ok(()),
+        StateBackend::Memory => Ok(()),
         #[cfg(feature = "redis")]
-        StateStore::Redis(store) => {
+        StateBackend::Redis(store) => {
             if scenario.deployment.is_some() {
                 return Err(SimError::StoreUnsupported(format!(
                     "--store: {} has a [deployment] table, which simulates its own store \

@@ -13,7 +13,7 @@ use super::attempt::{Answer, Event};
 use super::progress::{Progress, ProgressTicker};
 use super::record::{DecisionLog, Outcome, Recording};
 use super::retry::RetryClient;
-use super::states::StateStore;
+use super::states::StateBackend;
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{
@@ -100,7 +100,7 @@ pub(super) struct Job<'a> {
     pub(super) progress: Option<&'a Progress<'a>>,
     /// Where the keys' states live (read only when a store besides memory is built in).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(super) store: &'a StateStore,
+    pub(super) store: &'a StateBackend,
 }
 
 impl Job<'_> {

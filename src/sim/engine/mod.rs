@@ -52,7 +52,7 @@
 //! - `driver`: one algorithm's run over any decider (a server, a deployment): the
 //!   story of each attempt, written once, and the comparison with the reference.
 //! - `retry`: the retry clients and their event queue.
-//! - `states`: where one algorithm's key states live ([`StateStore`]: the library's
+//! - `states`: where one algorithm's key states live ([`StateBackend`]: the library's
 //!   `DenseLimiter` in memory, or Redis) and what a run asks of them.
 //! - `probe`: the earliest passing instant of each denial, and the advice judged.
 //! - `record`: counters, window counts, timeline and decision rows.
@@ -78,5 +78,5 @@ mod sweep;
 pub use dispatch::check_store;
 pub use progress::PROGRESS_STEPS;
 pub use run::{RunOptions, run};
-pub use states::StateStore;
+pub use states::StateBackend;
 pub use sweep::{check_sweepable, sweep};

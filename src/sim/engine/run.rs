@@ -21,7 +21,7 @@ use super::driver::{Drive, Job, Mode};
 use super::progress::Progress;
 use super::record::Outcome;
 use super::reference::{ReferenceFeed, Share};
-use super::states::{MEMORY, StateStore};
+use super::states::{MEMORY, StateBackend};
 use super::stream::{self, CHUNK, History, Received, Stopped, next_chunk};
 use crate::registry::{Builtin, Entry, Registry};
 use crate::sim::traffic::Arrival;
@@ -45,8 +45,8 @@ pub struct RunOptions<'a> {
     /// Where the scenario's algorithm names are found and built: the registry the
     /// scenario was parsed with ([`Scenario::parse_with`]). Default: the built-ins.
     pub registry: &'a Registry,
-    /// Where the algorithms' key states live. Default: [`StateStore::Memory`].
-    pub store: &'a StateStore,
+    /// Where the algorithms' key states live. Default: [`StateBackend::Memory`].
+    pub store: &'a StateBackend,
 }
 
 impl Default for RunOptions<'_> {
@@ -135,7 +135,7 @@ pub(super) fn run_groups<'a>(
     scenario: &'a Scenario,
     groups: Vec<Vec<Assigned<'a>>>,
     progress: &'a Progress<'a>,
-    store: &'a StateStore,
+    store: &'a StateBackend,
 ) -> Result<Vec<AlgorithmReport>, SimError> {
     let shared = share_reference(scenario, &groups);
     let keep_history = keeps_history(scenario);
@@ -272,7 +272,7 @@ pub(super) fn run_group<'a>(
     group: Vec<Assigned<'a>>,
     progress: &'a Progress<'a>,
     share: Share,
-    store: &'a StateStore,
+    store: &'a StateBackend,
     source: Source,
 ) -> Vec<Finished> {
     let mut results = Vec::new();
@@ -350,7 +350,7 @@ fn second_pass<'a>(
     scenario: &'a Scenario,
     entry: &'a Entry,
     first: &Outcome,
-    store: &'a StateStore,
+    store: &'a StateBackend,
 ) -> Option<Box<dyn Drive + 'a>> {
     let worst = match first.wanted {
         Some(Ok(wanted)) if first.tracked != Some(wanted) => wanted,

@@ -22,7 +22,7 @@ use crate::time::Nanos;
 /// are the same on every store; only what the run measures of memory differs.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
-pub enum StateStore {
+pub enum StateBackend {
     /// In this process: the library's own [`DenseLimiter`](crate::DenseLimiter), one per
     /// algorithm, at the fake clock's instants.
     #[default]
@@ -36,7 +36,7 @@ pub enum StateStore {
 }
 
 /// The default store, for [`RunOptions::default`].
-pub(super) static MEMORY: StateStore = StateStore::Memory;
+pub(super) static MEMORY: StateBackend = StateBackend::Memory;
 
 /// One algorithm's keys and their states, as a run sees them.
 pub(super) trait KeyStates {

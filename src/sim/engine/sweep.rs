@@ -20,7 +20,7 @@ use super::driver::{Drive, Job, Mode};
 use super::progress::Progress;
 use super::reference::{ReferenceFeed, Share};
 use super::run::{RunOptions, feed_chunk, report_of};
-use super::states::StateStore;
+use super::states::StateBackend;
 use super::stream::{self, CHUNK, Received};
 use crate::registry::Entry;
 use crate::rule::Rule;
@@ -60,7 +60,7 @@ pub fn sweep(
         return Err(SimError::NoAlgorithms);
     }
     check_sweepable(scenario)?;
-    if !matches!(options.store, StateStore::Memory) {
+    if !matches!(options.store, StateBackend::Memory) {
         return Err(SimError::StoreUnsupported(
             "a sweep keeps its states in memory; it does not run on another store".into(),
         ));
@@ -176,7 +176,7 @@ fn work<'a>(
                         entry: entries[a],
                         mode: Mode::Sweep,
                         progress: Some(progress),
-                        store: &StateStore::Memory,
+                        store: &StateBackend::Memory,
                     })
                 })
                 .collect();

@@ -15,7 +15,7 @@ use super::synced::Synced;
 use crate::algorithm::Algorithm;
 use crate::limiter::decision;
 use crate::rule::Rule;
-use crate::sim::{Deployment, Metrics, Scenario, Store, StoreClock};
+use crate::sim::{Deployment, Metrics, Scenario, Sharing, StoreClock};
 use crate::time::Nanos;
 
 /// One limiter of a deployment — a node's own, or the central store's — on its own
@@ -73,11 +73,11 @@ impl<A: Algorithm> Cluster<A> {
         let behind = |node: u32| Nanos::new(u64::try_from(-d.offset(node)).unwrap_or(0));
         let whole = || node(sc, make(&rules), heap_bytes, d.clock_skew);
         match d.store {
-            Store::Local | Store::LocalSplit => Cluster::Local(
+            Sharing::Local | Sharing::LocalSplit => Cluster::Local(
                 (0..d.nodes)
                     .map(|i| {
                         let own = match d.store {
-                            Store::LocalSplit => rules
+                            Sharing::LocalSplit => rules
                                 .iter()
                                 .map(|r| d.split(r, i).expect("validated: every share ≥ 1"))
                                 .collect(),
@@ -87,12 +87,12 @@ impl<A: Algorithm> Cluster<A> {
                     })
                     .collect(),
             ),
-            Store::Shared { .. } => Cluster::Shared(whole().judged(judged)),
-            Store::SharedRacy => Cluster::Racy(Racy {
+            Sharing::Shared { .. } => Cluster::Shared(whole().judged(judged)),
+            Sharing::SharedRacy => Cluster::Racy(Racy {
                 store: whole(),
                 writes: VecDeque::new(),
             }),
-            Store::Synced { sync_interval } => {
+            Sharing::Synced { sync_interval } => {
                 let nodes = (0..d.nodes).map(|i| node(sc, make(&rules), heap_bytes, behind(i)));
                 Cluster::Synced(Synced::new(
                     nodes.collect(),
@@ -127,7 +127,7 @@ impl<A: Algorithm> Cluster<A> {
                 // Sweeps run by the true time the stamp comes from, so no later
                 // request can carry an earlier stamp than a sweep's instant.
                 let (now, clock) = match d.store {
-                    Store::Shared {
+                    Sharing::Shared {
                         clock: StoreClock::Node,
                     } => (t, stamp),
                     _ => (t + d.latency, t + d.latency),
