@@ -38,9 +38,10 @@
 //!   a trace (so no line is parsed twice), drawn again from the seed otherwise.
 //!
 //! ## Where each concept lives (each file imports only those below it)
+//! - `sweep`: one stream fanned out to many configurations of the limit, each run as
+//!   `run` runs a group.
 //! - `run`: the run top-down: [`RunOptions`], the algorithms dealt into groups, one
 //!   worker thread per group, each group's passes, the reports in order.
-//! - `sweep`: one stream fanned out to many configurations of the limit.
 //! - `dispatch`: registry entries to monomorphised drivers (the one place).
 //! - `reference`: the exact reference and where a group gets its decisions.
 //! - `stream`: the stream a chunk at a time, fanned out to several workers, and the
