@@ -314,7 +314,7 @@ fn each_bundled_deployment_scenario_teaches_what_its_description_says() {
 fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names() {
     let atomic_on_the_store_clock = |s: &mut Scenario| {
         let d = s.deployment.as_mut().unwrap();
-        d.store = ratesim::sim::Store::Shared {
+        d.store = ratesim::sim::Sharing::Shared {
             clock: ratesim::sim::StoreClock::Store,
         };
         d.clock_skew = ratesim::Nanos::ZERO;
@@ -325,7 +325,7 @@ fn each_bundled_deployment_lesson_disappears_with_the_fix_its_description_names(
     }
     let faster_sync = |s: &mut Scenario| {
         let d = s.deployment.as_mut().unwrap();
-        d.store = ratesim::sim::Store::Synced {
+        d.store = ratesim::sim::Sharing::Synced {
             sync_interval: ratesim::Nanos::from_millis(100),
         };
     };
@@ -532,7 +532,7 @@ fn the_report_names_the_balancer_and_the_store_as_the_file_writes_them() {
 /// any of the limits.
 #[test]
 fn set_nodes_changes_only_the_node_count_and_refuses_a_split_with_an_empty_share() {
-    use ratesim::sim::{Balancer, Deployment, Store};
+    use ratesim::sim::{Balancer, Deployment, Sharing};
     let mut plain = steady(10, "1", "");
     plain.set_nodes(3).unwrap();
     assert_eq!(
@@ -540,7 +540,7 @@ fn set_nodes_changes_only_the_node_count_and_refuses_a_split_with_an_empty_share
         Some(Deployment {
             nodes: 3,
             balancer: Balancer::RoundRobin,
-            store: Store::Local,
+            store: Sharing::Local,
             latency: Nanos::ZERO,
             clock_skew: Nanos::ZERO,
         })
@@ -562,7 +562,7 @@ fn set_nodes_changes_only_the_node_count_and_refuses_a_split_with_an_empty_share
     let d = s.deployment.unwrap();
     assert_eq!(
         (d.nodes, d.balancer, d.store),
-        (5, Balancer::KeyHash, Store::LocalSplit)
+        (5, Balancer::KeyHash, Sharing::LocalSplit)
     );
     // A further [[limit]] with fewer permits than nodes is refused too.
     let two = Scenario::parse(
@@ -582,12 +582,12 @@ fn set_nodes_changes_only_the_node_count_and_refuses_a_split_with_an_empty_share
 /// reach the scenario as written.
 #[test]
 fn a_deployment_table_fills_in_its_documented_defaults() {
-    use ratesim::sim::{Balancer, Deployment, Store, StoreClock};
+    use ratesim::sim::{Balancer, Deployment, Sharing, StoreClock};
     let deployment = |fields: &str| steady(10, "1", &format!("[deployment]\n{fields}")).deployment;
     let base = Deployment {
         nodes: 1,
         balancer: Balancer::RoundRobin,
-        store: Store::Local,
+        store: Sharing::Local,
         latency: Nanos::ZERO,
         clock_skew: Nanos::ZERO,
     };
@@ -595,7 +595,7 @@ fn a_deployment_table_fills_in_its_documented_defaults() {
     assert_eq!(
         deployment("store = \"shared\""),
         Some(Deployment {
-            store: Store::Shared {
+            store: Sharing::Shared {
                 clock: StoreClock::Store
             },
             ..base
@@ -604,7 +604,7 @@ fn a_deployment_table_fills_in_its_documented_defaults() {
     assert_eq!(
         deployment("store = \"synced\""),
         Some(Deployment {
-            store: Store::Synced {
+            store: Sharing::Synced {
                 sync_interval: Nanos::from_secs(1)
             },
             ..base
@@ -618,7 +618,7 @@ fn a_deployment_table_fills_in_its_documented_defaults() {
         Some(Deployment {
             nodes: 3,
             balancer: Balancer::KeyHash,
-            store: Store::Shared {
+            store: Sharing::Shared {
                 clock: StoreClock::Node
             },
             latency: Nanos::from_millis(2),
@@ -629,7 +629,7 @@ fn a_deployment_table_fills_in_its_documented_defaults() {
         deployment("nodes = 2\nstore = \"synced\"\nsync_interval = \"250ms\"\nlatency = \"1ms\"")
             .map(|d| (d.store, d.latency)),
         Some((
-            Store::Synced {
+            Sharing::Synced {
                 sync_interval: Nanos::from_millis(250)
             },
             Nanos::from_millis(1)
@@ -638,11 +638,11 @@ fn a_deployment_table_fills_in_its_documented_defaults() {
     assert_eq!(
         deployment("balancer = \"random\"\nstore = \"shared_racy\"\nlatency = \"1ms\"")
             .map(|d| (d.balancer, d.store)),
-        Some((Balancer::Random, Store::SharedRacy))
+        Some((Balancer::Random, Sharing::SharedRacy))
     );
     assert_eq!(
         deployment("store = \"local_split\"\nclock_skew = \"1ms\"").map(|d| d.store),
-        Some(Store::LocalSplit)
+        Some(Sharing::LocalSplit)
     );
     for (fields, at, message) in [
         (

@@ -12,7 +12,7 @@ use ratesim::report::charts::ChartFormat;
 use ratesim::report::{
     self, DecisionParts, Progress, RunMetadata, ScenarioSource, TableOptions, WriteOptions,
 };
-use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, StateStore};
+use ratesim::sim::{self, DecisionSink, NoopSink, RunOptions, RunReport, Scenario, StateBackend};
 use ratesim::{Registry, Rule};
 
 use super::store::{RunStore, redacted_args};
@@ -122,7 +122,7 @@ impl Common {
         &self,
         progress: &'a (dyn Fn(u64, u64) + Sync),
         registry: &'a Registry,
-        store: &'a StateStore,
+        store: &'a StateBackend,
     ) -> RunOptions<'a> {
         let defaults = RunOptions::default();
         RunOptions {

@@ -4,7 +4,7 @@
 #[cfg(feature = "redis")]
 use std::sync::{Mutex, PoisonError};
 
-use ratesim::sim::StateStore;
+use ratesim::sim::StateBackend;
 
 use super::Failure;
 
@@ -12,7 +12,7 @@ use super::Failure;
 /// the run's keys from Redis (a run decides at simulated instants, so its keys have no
 /// TTL and would otherwise stay).
 pub(super) struct RunStore {
-    state: StateStore,
+    state: StateBackend,
     opened: std::time::Instant,
 }
 
@@ -21,7 +21,7 @@ impl RunStore {
     /// address or password fails before anything runs.
     pub(super) fn open(url: Option<&str>) -> Result<RunStore, Failure> {
         let state = match url {
-            None => StateStore::Memory,
+            None => StateBackend::Memory,
             Some(url) => redis_store(url)?,
         };
         Ok(RunStore {
@@ -36,7 +36,7 @@ impl RunStore {
     pub(super) fn check_duration(&self) -> Result<(), Failure> {
         let took = self.opened.elapsed();
         #[cfg(feature = "redis")]
-        if matches!(self.state, StateStore::Redis(_)) && took >= ratesim::redis::CALLER_TTL {
+        if matches!(self.state, StateBackend::Redis(_)) && took >= ratesim::redis::CALLER_TTL {
             return Err(Failure::Other(anyhow::anyhow!(
                 "--store: the run took {:?}, as long as the keys' safety TTL ({:?}): a \
                  key left unwritten that long may have expired mid-run, so the report \
@@ -50,13 +50,13 @@ impl RunStore {
     }
 
     /// The store, for `RunOptions`.
-    pub(super) fn state(&self) -> &StateStore {
+    pub(super) fn state(&self) -> &StateBackend {
         &self.state
     }
 }
 
 #[cfg(feature = "redis")]
-fn redis_store(url: &str) -> Result<StateStore, Failure> {
+fn redis_store(url: &str) -> Result<StateBackend, Failure> {
     use ratesim::redis::{FailureKind, RedisStore};
     use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -73,7 +73,7 @@ fn redis_store(url: &str) -> Result<StateStore, Failure> {
     match opened {
         Ok(store) => {
             *active().lock().unwrap_or_else(PoisonError::into_inner) = Some(store.clone());
-            Ok(StateStore::Redis(store))
+            Ok(StateBackend::Redis(store))
         }
         Err(e) => {
             let bad_url = e.kind() == FailureKind::InvalidConfig;
@@ -121,7 +121,7 @@ pub fn remove_interrupted_run_keys() {
 }
 
 #[cfg(not(feature = "redis"))]
-fn redis_store(_url: &str) -> Result<StateStore, Failure> {
+fn redis_store(_url: &str) -> Result<StateBackend, Failure> {
     Err(super::input(anyhow::anyhow!(
         "--store: this ratesim was built without Redis support; build it with \
          `cargo build --release --features redis` (or install it with \
@@ -137,7 +137,7 @@ impl Drop for RunStore {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         #[cfg(feature = "redis")]
-        if let StateStore::Redis(store) = &self.state {
+        if let StateBackend::Redis(store) = &self.state {
             let ttl = ratesim::redis::CALLER_TTL.as_secs();
             // A server that timed out is not waited for again: the keys expire on their
             // own (the run then ends within its timeout, not timeout + cleanup).

@@ -36,14 +36,14 @@ mod trace;
 mod traffic;
 
 pub use engine::{
-    PROGRESS_STEPS, RunOptions, StateStore, check_store, check_sweepable, run, sweep,
+    PROGRESS_STEPS, RunOptions, StateBackend, check_store, check_sweepable, run, sweep,
 };
 pub use metrics::{
     LatencyHistogram, Metrics, RuleMetrics, TIMELINE_BUCKETS, Timeline, WINDOW_SAMPLES,
     WindowSample,
 };
 pub use scenario::{
-    Balancer, ClientModel, Deployment, KeySpec, Popularity, Rate, Scenario, ScenarioError, Store,
+    Balancer, ClientModel, Deployment, KeySpec, Popularity, Rate, Scenario, ScenarioError, Sharing,
     StoreClock, TrafficKind, TrafficSpec,
 };
 pub mod calibrate;
@@ -349,14 +349,14 @@ impl From<&Deployment> for DeploymentReport {
             latency_ns: d.latency.as_u64(),
             clock_skew_ns: d.clock_skew.as_u64(),
             sync_interval_ns: match d.store {
-                Store::Synced { sync_interval } => Some(sync_interval.as_u64()),
+                Sharing::Synced { sync_interval } => Some(sync_interval.as_u64()),
                 _ => None,
             },
             clock: match d.store {
-                Store::Shared {
+                Sharing::Shared {
                     clock: StoreClock::Store,
                 } => Some("store".to_string()),
-                Store::Shared {
+                Sharing::Shared {
                     clock: StoreClock::Node,
                 } => Some("node".to_string()),
                 _ => None,

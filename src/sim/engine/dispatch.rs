@@ -9,9 +9,10 @@
 //! This is the one place the engine builds algorithms (besides the reference's own
 //! sliding log, `reference`); it never runs them.
 
-use super::deployment::DeployDriver;
+use super::deployment::Deployed;
 use super::driver::{Drive, Driver, Job};
-use super::states::Local;
+use super::server::Server;
+use super::states::{Local, StateBackend};
 use crate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog,
     TokenBucket,
@@ -26,10 +27,14 @@ use crate::time::Nanos;
 /// any other entry falls back to its type-erased algorithm.
 pub(super) fn driver<'a>(job: Job<'a>) -> Box<dyn Drive + 'a> {
     #[cfg(feature = "redis")]
-    if let super::StateStore::Redis(store) = job.store {
+    if let StateBackend::Redis(store) = job.store {
         let limiter = remote::limiter(store, job.entry, &rules(job.scenario))
             .expect("the run checked every algorithm against the store before it started");
-        return Box::new(Driver::new(job, super::states::Remote::new(limiter)));
+        let states = super::states::Remote::new(limiter);
+        let server = Server::new(job.scenario, states, Nanos::ZERO)
+            .judged(job.judged())
+            .counting_denials(job.entry.counts_denials());
+        return Box::new(Driver::new(job, server));
     }
     let entry = job.entry;
     if !job.scenario.extra_limits.is_empty() {
@@ -67,9 +72,15 @@ fn boxed<'a, A: Algorithm + 'a>(
     match sc.deployment {
         None => {
             let states = Local::new(make(&rules(sc)), heap_bytes);
-            Box::new(Driver::new(job, states))
+            let server = Server::new(sc, states, Nanos::ZERO)
+                .judged(job.judged())
+                .counting_denials(job.entry.counts_denials());
+            Box::new(Driver::new(job, server))
         }
-        Some(deployment) => Box::new(DeployDriver::new(job, deployment, &make, heap_bytes)),
+        Some(deployment) => {
+            let deployed = Deployed::new(sc, deployment, &make, heap_bytes, job.judged());
+            Box::new(Driver::new(job, deployed))
+        }
     }
 }
 
@@ -86,12 +97,12 @@ fn rules(sc: &Scenario) -> Vec<Rule> {
 pub fn check_store(
     scenario: &Scenario,
     registry: &Registry,
-    store: &super::StateStore,
+    store: &StateBackend,
 ) -> Result<(), SimError> {
     match store {
-        super::StateStore::Memory => Ok(()),
+        StateBackend::Memory => Ok(()),
         #[cfg(feature = "redis")]
-        super::StateStore::Redis(store) => {
+        StateBackend::Redis(store) => {
             if scenario.deployment.is_some() {
                 return Err(SimError::from(crate::sim::StoreUnsupported::Deployment {
                     scenario: scenario.name.clone(),

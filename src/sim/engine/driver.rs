@@ -1,24 +1,59 @@
-//! One algorithm's run: its own key states (in memory on a fake clock, or in Redis),
-//! fed the stream a chunk at a time, with each request attempt told as a short story — sweep, decide,
-//! record, then admit or deny (probe the advice, schedule a retry), compare with the
-//! reference, write the row.
+//! One algorithm's run, whatever decides it: the stream fed a chunk at a time, each
+//! request attempt told as one short story — decide, record, admit or deny (a retrying
+//! client comes back later), compare with the reference, write the row — then the
+//! retries still queued, and the metrics.
 //!
-//! The driver owns the order of one algorithm's events; the limiter decides each of
-//! them, and the concepts it calls (janitor, probes, retry client, recording,
-//! comparison, progress) keep their own state. It writes no files itself.
+//! How an attempt is decided is a [`Decide`]: one server (`server::Server`, its states
+//! in memory or in Redis) or a deployment of several (`deployment::Deployed`). The
+//! driver owns the order of one algorithm's events and the story of each attempt,
+//! written once for both; the concepts it calls (retry client, recording, comparison,
+//! progress) keep their own state. It decides nothing itself and writes no files.
 
 use super::attempt::{Answer, Event};
-use super::janitor::Janitor;
-use super::probe::{Probes, judge};
 use super::progress::{Progress, ProgressTicker};
-use super::record::Outcome;
-use super::states::KeyStates;
-use super::steps::{RunState, Steps};
+use super::record::{DecisionLog, Outcome, Recording};
+use super::retry::RetryClient;
+use super::states::StateBackend;
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
-use crate::sim::{DecisionSink, KeyTable, Scenario, SimError, StateStore};
+use crate::sim::{
+    AlgorithmReport, ClientModel, DecisionSink, KeyTable, Metrics, Scenario, SimError,
+};
+use crate::time::Nanos;
 
-/// One algorithm's run, fed the stream a chunk at a time.
+/// How one algorithm's attempts are decided: by one server, or by a deployment.
+pub(super) trait Decide {
+    /// Decides `event` (checks and consumes), judging a denial's advice into `m` when
+    /// the run judges it.
+    fn decide(
+        &mut self,
+        event: &Event,
+        m: &mut Metrics,
+        keys: &KeyTable,
+    ) -> Result<Decided, SimError>;
+
+    /// A hint that `key` will be decided soon: its state may start loading into the
+    /// cache. Changes nothing.
+    fn prefetch(&self, _key: u32) {}
+
+    /// The run ended at `end`: the final sweeps, and what was measured of the
+    /// deciders themselves (memory, nodes), into `report`.
+    fn finish(self, end: Nanos, report: &mut AlgorithmReport) -> Result<(), SimError>;
+}
+
+/// One attempt decided: the answer, and when it takes effect.
+pub(super) struct Decided {
+    pub(super) answer: Answer,
+    /// When an admitted request reaches the service (later than its arrival when a
+    /// shaper delayed it): the instant the window counts take.
+    pub(super) passes: Nanos,
+    /// When the client hears the answer (later than its arrival by a deployment's
+    /// round trip): the instant a retrying client's clock goes on from.
+    pub(super) heard: Nanos,
+}
+
+/// One algorithm's run, fed the stream a chunk at a time: what the threads and the
+/// reference see of a [`Driver`], whatever decides it.
 pub(super) trait Drive {
     /// True when this run counts `false_allow` / `false_deny` against the log.
     fn wants_reference(&self) -> bool;
@@ -38,9 +73,22 @@ pub(super) trait Drive {
     /// Decides the retries still queued and computes the metrics.
     fn finish(self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError>;
     /// The one key whose arrivals this run looks at, when every other arrival would
-    /// change nothing (the silent pass with open clients on one server): a stream of
-    /// that key's arrivals alone gives it the same results.
+    /// change nothing (a redraw with open clients on one server): a stream of that
+    /// key's arrivals alone gives it the same results.
     fn only_key(&self) -> Option<u32>;
+}
+
+/// What a run of one algorithm is for.
+pub(super) enum Mode {
+    /// A run that reports: every decision's row to the sink, every denial's advice
+    /// judged, the window count of the first key admitted drawn with the timeline.
+    Report(Box<dyn DecisionSink>),
+    /// One configuration of a sweep: the metrics of `Report`, without rows, window
+    /// count series or timeline (hundreds of runs share the memory).
+    Sweep,
+    /// The silent second pass: redraws the window count of this key (when the first
+    /// pass drew another); no rows, nothing judged or compared.
+    Redraw(u32),
 }
 
 /// What a run of one algorithm needs besides the algorithm.
@@ -48,68 +96,69 @@ pub(super) struct Job<'a> {
     pub(super) scenario: &'a Scenario,
     /// The algorithm, as registered: the run reports under its registry name.
     pub(super) entry: &'a Entry,
-    /// `None` for the silent second pass: no rows, no reference, no probes.
-    pub(super) sink: Option<Box<dyn DecisionSink>>,
+    pub(super) mode: Mode,
     pub(super) progress: Option<&'a Progress<'a>>,
-    /// The key whose window count to draw; `None` = the first key admitted.
-    pub(super) track: Option<u32>,
-    /// Keep the window-count series and the timeline (`false` for a sweep).
-    pub(super) series: bool,
     /// Where the keys' states live (read only when a store besides memory is built in).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(super) store: &'a StateStore,
+    pub(super) store: &'a StateBackend,
 }
 
-/// The state of one algorithm's run between chunks.
-pub(super) struct Driver<'a, S: KeyStates> {
+impl Job<'_> {
+    /// Whether the run judges each denial's advice (every run but a redraw).
+    pub(super) fn judged(&self) -> bool {
+        !matches!(self.mode, Mode::Redraw(_))
+    }
+}
+
+/// One algorithm's run between chunks: its decider and what every run keeps besides.
+pub(super) struct Driver<'a, D: Decide> {
     sc: &'a Scenario,
-    states: S,
-    janitor: Janitor,
-    /// Each denial's earliest passing instant, probed or remembered; `None` for the
-    /// silent second pass, which judges nothing.
-    probes: Option<Probes>,
-    /// The algorithm's denials change its state ([`Entry::counts_denials`]), so the
-    /// probes may not remember a key's earliest passing instant across them.
-    ///
-    /// [`Entry::counts_denials`]: crate::registry::Entry::counts_denials
-    forget_on_denial: bool,
-    /// The retry client, comparison, recording, rows and first error.
-    run: RunState,
+    decider: D,
+    /// `None` for open clients.
+    retry: Option<RetryClient>,
+    comparison: Comparison,
+    record: Recording,
+    decisions: DecisionLog,
+    /// The first sink error: the run stops deciding and reports it.
+    error: Option<SimError>,
     progress: ProgressTicker<'a>,
-    /// The silent open-client pass skips every key but this one.
+    /// A redraw with open clients on one server skips every key but this one.
     only_key: Option<u32>,
 }
 
-impl<'a, S: KeyStates> Driver<'a, S> {
-    /// A run of the algorithm whose keys `states` holds (all fresh), as `job` describes.
-    pub(super) fn new(mut job: Job<'a>, states: S) -> Self {
+impl<'a, D: Decide> Driver<'a, D> {
+    /// A run of `job`'s algorithm, decided by `decider` (all its states fresh).
+    pub(super) fn new(job: Job<'a>, decider: D) -> Self {
         let sc = job.scenario;
-        let is_log = job.entry.builtin() == Some(Builtin::SlidingWindowLog);
-        let silent = job.sink.is_none();
-        let run = RunState::new(&mut job, is_log);
-        // The silent pass only redraws one key's window count. With open clients a
-        // key's decisions depend on its own arrivals alone (eviction forgets only
-        // states indistinguishable from fresh ones), so every other key is skipped.
-        let only_key = match (silent, &run.retry) {
-            (true, None) => job.track,
-            _ => None,
+        let name = job.entry.name().to_string();
+        let open = sc.client == ClientModel::Open;
+        // Deployed, even the sliding log is not the reference: the reference is the
+        // one global log, and the deployed run is compared with it.
+        let is_log =
+            job.entry.builtin() == Some(Builtin::SlidingWindowLog) && sc.deployment.is_none();
+        let (sink, track, series) = match job.mode {
+            Mode::Report(sink) => (Some(sink), None, true),
+            Mode::Sweep => (Some(Box::new(crate::sim::NoopSink) as _), None, false),
+            Mode::Redraw(key) => (None, Some(key), true),
         };
+        // With open clients a key's decisions depend on its own arrivals alone
+        // (eviction forgets only states indistinguishable from fresh ones), so a redraw
+        // on one server skips every other key.
+        let only_key = track.filter(|_| open && sc.deployment.is_none());
         Driver {
             sc,
-            janitor: Janitor::new(sc, &states),
-            states,
-            probes: (!silent).then(Probes::new),
-            forget_on_denial: job.entry.counts_denials(),
-            run,
+            decider,
+            retry: RetryClient::new(sc),
+            comparison: Comparison::new(open && sink.is_some(), is_log),
+            record: Recording::new(sc, &name, track, series),
+            decisions: DecisionLog::new(name, sink, sc),
+            error: None,
             progress: ProgressTicker::new(job.progress, sc.duration),
             only_key,
         }
     }
-}
 
-impl<S: KeyStates> Steps for Driver<'_, S> {
-    /// Decides one request attempt and records what the metrics need; returns
-    /// whether it was admitted.
+    /// Decides one request attempt and records it; returns whether it was admitted.
     #[inline]
     fn step(
         &mut self,
@@ -120,93 +169,167 @@ impl<S: KeyStates> Steps for Driver<'_, S> {
         if self.only_key.is_some_and(|k| k != event.key) {
             return Ok(false);
         }
-        self.janitor
-            .catch_up(&mut self.states, event.time)
-            .map_err(Into::into)?;
-        self.janitor.touch(event.key);
-        let answer = self.states.ask(&event, event.time).map_err(Into::into)?;
-        let passes = event.time.saturating_add(self.states.delay());
-        self.run.record.attempt(&event, answer.allowed, passes);
+        let decided = self.decider.decide(&event, &mut self.record.m, keys)?;
+        let answer = decided.answer;
+        self.record.attempt(&event, answer.allowed, decided.passes);
+        let heard = Event {
+            time: decided.heard,
+            ..event
+        };
         if answer.allowed {
-            self.admitted(&event);
+            if let Some(retry) = self.retry.as_mut() {
+                retry.admitted(&heard);
+            }
         } else {
-            self.denied(&event, answer)?;
+            if answer.retry_after.is_none() {
+                self.record.m.never_fits += 1;
+            }
+            if let Some(retry) = self.retry.as_mut() {
+                retry.denied(&heard, answer.retry_after);
+            }
         }
-        self.run.answered(&event, &answer, log_allowed, keys)?;
+        self.comparison.count(answer.allowed, log_allowed);
+        self.decisions.record(&event, &answer, keys)?;
         self.progress.tick(event.time);
         Ok(answer.allowed)
     }
 
+    /// Decides a new arrival, after the retries due at or before it: those were
+    /// scheduled earlier, so at the same instant they go first.
     #[inline]
-    fn prefetch(&self, key: u32) {
-        self.states.prefetch(key);
+    fn arrive(
+        &mut self,
+        event: Event,
+        log_allowed: Option<bool>,
+        keys: &KeyTable,
+    ) -> Result<bool, SimError> {
+        while let Some(retry) = self.next_retry(event.time) {
+            self.step(retry, None, keys)?;
+        }
+        self.step(event, log_allowed, keys)
     }
 
+    /// The earliest queued retry due at or before `time`, if any.
     #[inline]
-    fn state(&mut self) -> &mut RunState {
-        &mut self.run
+    fn next_retry(&mut self, time: Nanos) -> Option<Event> {
+        self.retry.as_mut().and_then(|r| r.pop_due(time))
+    }
+}
+
+impl<D: Decide> Drive for Driver<'_, D> {
+    fn wants_reference(&self) -> bool {
+        self.comparison.wanted
     }
 
-    fn state_ref(&self) -> &RunState {
-        &self.run
+    fn is_reference(&self) -> bool {
+        self.comparison.is_reference
     }
 
     fn only_key(&self) -> Option<u32> {
         self.only_key
     }
 
-    fn outcome(self, keys: &KeyTable) -> Result<Outcome, SimError> {
-        Driver::outcome(self, keys)
+    fn feed(
+        &mut self,
+        chunk: &[(u64, Arrival)],
+        log_allowed: Option<&[bool]>,
+        keys: &KeyTable,
+        mut decided: Option<&mut Vec<bool>>,
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        for (i, &(seq, a)) in chunk.iter().enumerate() {
+            if let Some((_, ahead)) = chunk.get(i + crate::prefetch::AHEAD) {
+                self.decider.prefetch(ahead.key);
+            }
+            // A log shorter than the chunk only follows a failed reference run, which
+            // fails the whole run anyway.
+            let log = log_allowed.and_then(|l| l.get(i).copied());
+            match self.arrive(Event::arrival(seq, a), log, keys) {
+                Ok(allowed) => {
+                    if let Some(d) = decided.as_deref_mut() {
+                        d.push(allowed);
+                    }
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    return;
+                }
+            }
+        }
+        self.record.track_admitted();
+    }
+
+    fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        while let Some(retry) = self.next_retry(Nanos::MAX) {
+            self.step(retry, None, keys)?;
+        }
+        self.record.track_admitted();
+        self.decisions.finish()?;
+        let Driver {
+            sc,
+            decider,
+            retry,
+            comparison,
+            record,
+            decisions,
+            mut progress,
+            ..
+        } = *self;
+        progress.finish();
+        let mut outcome = record.finish(sc, decisions.name, keys);
+        let m = &mut outcome.report.metrics;
+        match &retry {
+            None => comparison.report(m),
+            Some(retry) => retry.report(m),
+        }
+        decider.finish(sc.duration, &mut outcome.report)?;
+        Ok(outcome)
     }
 }
 
-impl<S: KeyStates> Driver<'_, S> {
-    /// `event` was admitted: what the probes remembered about its key no longer holds,
-    /// and a retrying client has succeeded.
-    #[inline]
-    fn admitted(&mut self, event: &Event) {
-        if let Some(probes) = self.probes.as_mut() {
-            probes.forget(event.key);
-        }
-        if let Some(retry) = self.run.retry.as_mut() {
-            retry.admitted(event);
+/// One algorithm's decisions compared with the reference's.
+pub(super) struct Comparison {
+    /// This run counts `false_allow` / `false_deny` against the reference.
+    pub(super) wanted: bool,
+    /// This run's decisions *are* the reference's (the sliding log on the scenario's
+    /// rules; with several `[[limit]]`s the composite of logs, as the reference is).
+    pub(super) is_reference: bool,
+    false_allow: u64,
+    false_deny: u64,
+}
+
+impl Comparison {
+    /// `open`: open clients, and a run that reports (not the silent second pass);
+    /// `is_log`: the algorithm is the built-in sliding log, the reference itself.
+    pub(super) fn new(open: bool, is_log: bool) -> Comparison {
+        let is_reference = open && is_log;
+        Comparison {
+            wanted: open && !is_reference,
+            is_reference,
+            false_allow: 0,
+            false_deny: 0,
         }
     }
 
-    /// `event` was denied: a request that can never pass is counted as such; any other
-    /// has its advice judged against the earliest instant it would pass. A retrying
-    /// client then comes back later (or gives up).
+    /// Counts one decision against the reference's, when there is one.
     #[inline]
-    fn denied(&mut self, event: &Event, answer: Answer) -> Result<(), SimError> {
-        match (answer.retry_after, self.probes.as_mut()) {
-            (None, _) => self.run.record.m.never_fits += 1,
-            (Some(retry_after), Some(probes)) => {
-                if self.forget_on_denial {
-                    probes.forget(event.key);
-                }
-                let now = event.time;
-                let earliest = probes
-                    .earliest(&mut self.states, event.key, event.cost, now, retry_after)
-                    .map_err(Into::into)?;
-                judge(&mut self.run.record.m, now, retry_after, earliest);
-            }
-            (Some(_), None) => {}
+    pub(super) fn count(&mut self, allowed: bool, log_allowed: Option<bool>) {
+        if self.wanted
+            && let Some(log_allowed) = log_allowed
+        {
+            self.false_allow += u64::from(allowed && !log_allowed);
+            self.false_deny += u64::from(!allowed && log_allowed);
         }
-        if let Some(retry) = self.run.retry.as_mut() {
-            retry.denied(event, answer.retry_after);
-        }
-        Ok(())
     }
 
-    /// The run is over: the final sweep, and the metrics.
-    fn outcome(mut self, keys: &KeyTable) -> Result<Outcome, SimError> {
-        let sc = self.sc;
-        self.janitor
-            .sweep(&mut self.states, sc.duration, false)
-            .map_err(Into::into)?;
-        self.progress.finish();
-        let mut outcome = self.run.finish(sc, keys);
-        self.janitor.report(&mut outcome.report.metrics);
-        Ok(outcome)
+    /// Writes the counts into the run's metrics (open clients only).
+    pub(super) fn report(&self, m: &mut Metrics) {
+        m.false_allow = Some(self.false_allow);
+        m.false_deny = Some(self.false_deny);
     }
 }

@@ -4,7 +4,6 @@
 //! Probing only asks (`Algorithm::would_pass`, nothing consumed); it never changes a
 //! key's state nor decides a request.
 
-use super::states::KeyStates;
 use crate::algorithm::Algorithm;
 use crate::sim::metrics::{Honesty, Metrics};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -72,15 +71,15 @@ impl Probes {
     }
 
     /// The earliest instant after `now` at which the request of `cost` just denied
-    /// for `key` (advertised wait `retry_after`) would pass; `None` if it never does.
-    pub(super) fn earliest<S: KeyStates>(
+    /// for `key` would pass (`None` if it never does): remembered, or found by `probe`
+    /// (which asks the key's state, see [`earliest_pass`]).
+    pub(super) fn earliest<E>(
         &mut self,
-        states: &mut S,
         key: u32,
         cost: u64,
         now: Nanos,
-        retry_after: Nanos,
-    ) -> Result<Option<Nanos>, S::Error> {
+        probe: impl FnOnce() -> Result<Option<Nanos>, E>,
+    ) -> Result<Option<Nanos>, E> {
         let slot = Self::slot(key);
         let remembered = match self.slots[slot] {
             Some((k, c, earliest)) if k == key && c == cost && earliest.is_none_or(|e| e > now) => {
@@ -93,7 +92,7 @@ impl Probes {
         {
             return Ok(earliest);
         }
-        let earliest = states.earliest(key, cost, now, retry_after)?;
+        let earliest = probe()?;
         if let Some(r) = remembered {
             assert_eq!(
                 r, earliest,

@@ -11,7 +11,7 @@
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use super::driver::Drive;
-use super::janitor::Sweeps;
+use super::server::Sweeps;
 use crate::algorithm::SlidingWindowLog;
 use crate::composite::Composite;
 use crate::dense::DenseLimiter;

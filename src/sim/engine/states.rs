@@ -18,6 +18,26 @@ use crate::limiter::InsufficientCapacity;
 use crate::sim::SimError;
 use crate::time::Nanos;
 
+/// Where a run keeps its algorithms' key states. The decisions, and so every report,
+/// are the same on every store; only what the run measures of memory differs.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum StateBackend {
+    /// In this process: the library's own [`DenseLimiter`](crate::DenseLimiter), one per
+    /// algorithm, at the fake clock's instants.
+    #[default]
+    Memory,
+    /// In Redis (feature `redis`): every decision, probe and idle-key eviction is a
+    /// call of the Redis store's script at the fake clock's instant, under the store's
+    /// prefix, which should be the run's own. The built-in algorithms and their
+    /// composites only; no `[deployment]` (it simulates its own store).
+    #[cfg(feature = "redis")]
+    Redis(crate::redis::RedisStore),
+}
+
+/// The default store, for [`RunOptions::default`].
+pub(super) static MEMORY: StateBackend = StateBackend::Memory;
+
 /// One algorithm's keys and their states, as a run sees them.
 pub(super) trait KeyStates {
     /// Why the states could not answer: never, in memory.

@@ -16,17 +16,15 @@
 use std::sync::mpsc::sync_channel;
 
 use super::dispatch::driver;
-use super::driver::{Drive, Job};
-use super::fanout::{self, Received};
-use super::group::{CHUNK, feed_chunk};
+use super::driver::{Drive, Job, Mode};
 use super::progress::Progress;
 use super::reference::{ReferenceFeed, Share};
-use super::{RunOptions, report_of};
+use super::run::{RunOptions, feed_chunk, report_of};
+use super::states::StateBackend;
+use super::stream::{self, CHUNK, Received};
 use crate::registry::Entry;
 use crate::rule::Rule;
-use crate::sim::{
-    AlgorithmReport, NoopSink, RunReport, Scenario, SimError, StateStore, StoreUnsupported,
-};
+use crate::sim::{AlgorithmReport, RunReport, Scenario, SimError, StoreUnsupported};
 
 /// The algorithms (indices into the scenario's list) of one configuration that one
 /// worker runs together, sharing one reference.
@@ -62,7 +60,7 @@ pub fn sweep(
         return Err(SimError::NoAlgorithms);
     }
     check_sweepable(scenario)?;
-    if !matches!(options.store, StateStore::Memory) {
+    if !matches!(options.store, StateBackend::Memory) {
         return Err(StoreUnsupported::Sweep.into());
     }
     let registry = scenario.registry(options.registry);
@@ -138,12 +136,13 @@ fn run_workers<'a>(
         let mut handles = Vec::new();
         for units in dealt {
             // A few chunks of slack so the producer rarely waits for a worker.
-            let (tx, rx) = sync_channel(fanout::SLACK);
+            let (tx, rx) = sync_channel(stream::SLACK);
             senders.push(tx);
             let received = Received::new(rx);
             handles.push(s.spawn(move || work(configs, entries, units, progress, received)));
         }
-        let produced = fanout::produce(scenario, senders);
+        // A sweep makes no second pass: no history.
+        let produced = stream::produce(scenario, senders, false);
         let finished: Vec<Finished> = handles
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -173,11 +172,9 @@ fn work<'a>(
                     driver(Job {
                         scenario,
                         entry: entries[a],
-                        sink: Some(Box::new(NoopSink)),
+                        mode: Mode::Sweep,
                         progress: Some(progress),
-                        track: None,
-                        series: false,
-                        store: &StateStore::Memory,
+                        store: &StateBackend::Memory,
                     })
                 })
                 .collect();
@@ -191,7 +188,7 @@ fn work<'a>(
             feed_chunk(feed, drivers, &arrivals, received.keys());
         }
     }
-    let keys = received.into_keys();
+    let (keys, _) = received.finish();
     let mut finished = Vec::new();
     for (unit, (_, drivers)) in units.iter().zip(running) {
         for (&a, d) in unit.algorithms.iter().zip(drivers) {

@@ -17,7 +17,7 @@ pub struct Deployment {
     /// How a request's server is picked (default round robin).
     pub balancer: Balancer,
     /// Where the limiter's state lives (default `local`).
-    pub store: Store,
+    pub store: Sharing,
     /// One-way delay between a node and the store, or between nodes when they sync
     /// (`shared`, `shared_racy`, `synced`; default 0). Fixed, not drawn.
     pub latency: Nanos,
@@ -37,9 +37,10 @@ pub enum Balancer {
     KeyHash,
 }
 
-/// Where the limiter's state lives and how a check-and-consume reaches it.
+/// How a deployment's nodes share the limiter's state (`[deployment] store`): where
+/// it lives and how a check-and-consume reaches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Store {
+pub enum Sharing {
     /// Each node its own limiter with the full limit. The default.
     Local,
     /// Each node its own limiter with a share of the limit (see [`Deployment::split`]).
@@ -81,15 +82,15 @@ impl Balancer {
     }
 }
 
-impl Store {
+impl Sharing {
     /// The name as written in a scenario.
     pub fn name(self) -> &'static str {
         match self {
-            Store::Local => "local",
-            Store::LocalSplit => "local_split",
-            Store::Shared { .. } => "shared",
-            Store::SharedRacy => "shared_racy",
-            Store::Synced { .. } => "synced",
+            Sharing::Local => "local",
+            Sharing::LocalSplit => "local_split",
+            Sharing::Shared { .. } => "shared",
+            Sharing::SharedRacy => "shared_racy",
+            Sharing::Synced { .. } => "synced",
         }
     }
 }
@@ -128,7 +129,7 @@ impl Deployment {
     pub fn split_error(&self, rule: &Rule) -> Option<String> {
         let n = u64::from(self.nodes);
         let small = rule.max_requests().min(rule.burst());
-        (self.store == Store::LocalSplit && small < n).then(|| {
+        (self.store == Sharing::LocalSplit && small < n).then(|| {
             format!(
                 "store = \"local_split\" gives each of the {n} nodes a share of the limit, \
                  but max_requests = {} and burst = {} cannot give every node at least 1; \
@@ -149,7 +150,7 @@ impl super::Scenario {
         let mut d = self.deployment.unwrap_or(Deployment {
             nodes: 1,
             balancer: Balancer::RoundRobin,
-            store: Store::Local,
+            store: Sharing::Local,
             latency: Nanos::ZERO,
             clock_skew: Nanos::ZERO,
         });
@@ -167,7 +168,7 @@ impl super::Scenario {
 mod tests {
     use super::*;
 
-    fn deployment(nodes: u32, skew_ms: u64, store: Store) -> Deployment {
+    fn deployment(nodes: u32, skew_ms: u64, store: Sharing) -> Deployment {
         Deployment {
             nodes,
             balancer: Balancer::RoundRobin,
@@ -179,10 +180,10 @@ mod tests {
 
     #[test]
     fn offsets_spread_evenly_from_minus_to_plus_the_skew() {
-        let d = deployment(4, 30, Store::Local);
+        let d = deployment(4, 30, Sharing::Local);
         let offsets: Vec<i128> = (0..4).map(|i| d.offset(i)).collect();
         assert_eq!(offsets, [-30_000_000, -10_000_000, 10_000_000, 30_000_000]);
-        assert_eq!(deployment(1, 30, Store::Local).offset(0), 0);
+        assert_eq!(deployment(1, 30, Sharing::Local).offset(0), 0);
         // A clock behind true time never reads below zero.
         assert_eq!(d.node_clock(0, Nanos::from_millis(10)), Nanos::ZERO);
         assert_eq!(d.node_clock(3, Nanos::ZERO), Nanos::from_millis(30));
@@ -190,7 +191,7 @@ mod tests {
 
     #[test]
     fn two_nodes_sit_at_minus_and_plus_the_skew() {
-        let d = deployment(2, 30, Store::Local);
+        let d = deployment(2, 30, Sharing::Local);
         assert_eq!((d.offset(0), d.offset(1)), (-30_000_000, 30_000_000));
         assert_eq!(
             d.node_clock(1, Nanos::from_millis(5)),
@@ -204,7 +205,7 @@ mod tests {
 
     #[test]
     fn local_split_needs_one_permit_per_node_and_no_more() {
-        let d = deployment(4, 0, Store::LocalSplit);
+        let d = deployment(4, 0, Sharing::LocalSplit);
         // max_requests and burst of exactly 4: one each.
         let four = Rule::new(4, Nanos::from_secs(1)).unwrap();
         assert_eq!(d.split_error(&four), None);
@@ -220,12 +221,12 @@ mod tests {
         assert!(d.split_error(&low_burst).unwrap().contains("burst = 3"));
         // Other stores never split.
         let small = Rule::new(1, Nanos::from_secs(1)).unwrap();
-        assert_eq!(deployment(4, 0, Store::Local).split_error(&small), None);
+        assert_eq!(deployment(4, 0, Sharing::Local).split_error(&small), None);
     }
 
     #[test]
     fn local_split_shares_add_up_to_exactly_the_limit() {
-        let d = deployment(4, 0, Store::LocalSplit);
+        let d = deployment(4, 0, Sharing::LocalSplit);
         let rule = Rule::new(10, Nanos::from_secs(1))
             .unwrap()
             .with_burst(7)

@@ -22,7 +22,7 @@ mod raw;
 use std::path::{Path, PathBuf};
 
 pub(crate) use burst::burst_period;
-pub use deployment::{Balancer, Deployment, Store, StoreClock};
+pub use deployment::{Balancer, Deployment, Sharing, StoreClock};
 pub use error::ScenarioError;
 
 use super::trace::{SkippedLines, TraceOptions, TraceReader};

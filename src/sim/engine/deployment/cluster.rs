@@ -9,20 +9,35 @@
 use std::collections::VecDeque;
 
 use super::super::attempt::{Answer, Event};
-use super::node::Limiter;
+use super::super::server::Server;
+use super::super::states::Local;
 use super::synced::Synced;
 use crate::algorithm::Algorithm;
 use crate::limiter::decision;
 use crate::rule::Rule;
-use crate::sim::{Deployment, Metrics, Scenario, Store, StoreClock};
+use crate::sim::{Deployment, Metrics, Scenario, Sharing, StoreClock};
 use crate::time::Nanos;
+
+/// One limiter of a deployment — a node's own, or the central store's — on its own
+/// clock, with its own idle-key janitor.
+type Node<A> = Server<Local<A>>;
+
+/// A node's limiter for `algorithm`, whose clock is at most `behind` true time.
+fn node<A: Algorithm>(
+    sc: &Scenario,
+    algorithm: A,
+    heap_bytes: Option<fn(&A::State) -> usize>,
+    behind: Nanos,
+) -> Node<A> {
+    Server::new(sc, Local::new(algorithm, heap_bytes), behind)
+}
 
 /// A deployment's limiters, by store.
 pub(super) enum Cluster<A: Algorithm> {
     /// `local` and `local_split`: node `i` decides on its own limiter.
-    Local(Vec<Limiter<A>>),
+    Local(Vec<Node<A>>),
     /// `shared`: one store, one atomic step per request.
-    Shared(Limiter<A>),
+    Shared(Node<A>),
     /// `shared_racy`: one store, read then written.
     Racy(Racy<A>),
     /// `synced`: see [`Synced`].
@@ -39,7 +54,7 @@ pub(super) struct Write<S> {
 /// The racy store and the writes not yet landed, in landing order (they all travel
 /// the same fixed latency, so arrival order is landing order).
 pub(super) struct Racy<A: Algorithm> {
-    store: Limiter<A>,
+    store: Node<A>,
     writes: VecDeque<Write<A::State>>,
 }
 
@@ -56,30 +71,29 @@ impl<A: Algorithm> Cluster<A> {
             .chain(sc.extra_limits.iter().copied())
             .collect();
         let behind = |node: u32| Nanos::new(u64::try_from(-d.offset(node)).unwrap_or(0));
-        let whole = || Limiter::new(sc, make(&rules), heap_bytes, d.clock_skew);
+        let whole = || node(sc, make(&rules), heap_bytes, d.clock_skew);
         match d.store {
-            Store::Local | Store::LocalSplit => Cluster::Local(
+            Sharing::Local | Sharing::LocalSplit => Cluster::Local(
                 (0..d.nodes)
                     .map(|i| {
                         let own = match d.store {
-                            Store::LocalSplit => rules
+                            Sharing::LocalSplit => rules
                                 .iter()
                                 .map(|r| d.split(r, i).expect("validated: every share ≥ 1"))
                                 .collect(),
                             _ => rules.clone(),
                         };
-                        Limiter::new(sc, make(&own), heap_bytes, behind(i)).judged(judged)
+                        node(sc, make(&own), heap_bytes, behind(i)).judged(judged)
                     })
                     .collect(),
             ),
-            Store::Shared { .. } => Cluster::Shared(whole().judged(judged)),
-            Store::SharedRacy => Cluster::Racy(Racy {
+            Sharing::Shared { .. } => Cluster::Shared(whole().judged(judged)),
+            Sharing::SharedRacy => Cluster::Racy(Racy {
                 store: whole(),
                 writes: VecDeque::new(),
             }),
-            Store::Synced { sync_interval } => {
-                let nodes =
-                    (0..d.nodes).map(|i| Limiter::new(sc, make(&rules), heap_bytes, behind(i)));
+            Sharing::Synced { sync_interval } => {
+                let nodes = (0..d.nodes).map(|i| node(sc, make(&rules), heap_bytes, behind(i)));
                 Cluster::Synced(Synced::new(
                     nodes.collect(),
                     whole(),
@@ -105,20 +119,22 @@ impl<A: Algorithm> Cluster<A> {
         match self {
             Cluster::Local(nodes) => {
                 let n = &mut nodes[node as usize];
-                n.advance(t, stamp, event.key);
-                (n.decide(event, m), Nanos::ZERO)
+                let Ok(()) = n.advance(t, stamp, event.key);
+                let Ok(answer) = n.ask(event, m);
+                (answer, Nanos::ZERO)
             }
             Cluster::Shared(store) => {
                 // Sweeps run by the true time the stamp comes from, so no later
                 // request can carry an earlier stamp than a sweep's instant.
                 let (now, clock) = match d.store {
-                    Store::Shared {
+                    Sharing::Shared {
                         clock: StoreClock::Node,
                     } => (t, stamp),
                     _ => (t + d.latency, t + d.latency),
                 };
-                store.advance(now, clock, event.key);
-                (store.decide(event, m), d.latency + d.latency)
+                let Ok(()) = store.advance(now, clock, event.key);
+                let Ok(answer) = store.ask(event, m);
+                (answer, d.latency + d.latency)
             }
             Cluster::Racy(racy) => (racy.decide(d, stamp, event, m), d.latency + d.latency),
             Cluster::Synced(synced) => (synced.decide(node, stamp, event, m), Nanos::ZERO),
@@ -128,9 +144,17 @@ impl<A: Algorithm> Cluster<A> {
     /// The final sweeps and memory samples of every limiter, into `m`.
     pub(super) fn report(&mut self, end: Nanos, m: &mut Metrics) {
         match self {
-            Cluster::Local(nodes) => nodes.iter_mut().for_each(|n| n.report(end, m)),
-            Cluster::Shared(store) => store.report(end, m),
-            Cluster::Racy(racy) => racy.store.report(end, m),
+            Cluster::Local(nodes) => {
+                for n in nodes {
+                    let Ok(()) = n.report(end, m);
+                }
+            }
+            Cluster::Shared(store) => {
+                let Ok(()) = store.report(end, m);
+            }
+            Cluster::Racy(racy) => {
+                let Ok(()) = racy.store.report(end, m);
+            }
             Cluster::Synced(synced) => synced.report(end, m),
         }
     }
@@ -145,15 +169,16 @@ impl<A: Algorithm> Racy<A> {
         let read = event.time + d.latency;
         self.land(read);
         // Sweeps by the arrival's true time: the stamp is the node's reading of it.
-        self.store.advance(event.time, stamp, event.key);
-        let algorithm = self.store.own.limiter.algorithm();
+        let Ok(()) = self.store.advance(event.time, stamp, event.key);
+        let algorithm = self.store.states.limiter.algorithm();
         if event.cost > algorithm.capacity() {
             // Never fits: no state is read or created.
-            return self.store.decide(event, m);
+            let Ok(answer) = self.store.ask(event, m);
+            return answer;
         }
         let mut state = self
             .store
-            .own
+            .states
             .limiter
             .state(event.key)
             .cloned()
@@ -186,7 +211,7 @@ impl<A: Algorithm> Racy<A> {
     fn land(&mut self, now: Nanos) {
         while self.writes.front().is_some_and(|w| w.at <= now) {
             let w = self.writes.pop_front().expect("just seen");
-            self.store.own.limiter.set_state(w.key, w.state);
+            self.store.states.limiter.set_state(w.key, w.state);
         }
     }
 }

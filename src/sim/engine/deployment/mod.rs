@@ -5,58 +5,46 @@
 //! window; `false_allow` / `false_deny` against one exact global sliding log fed the
 //! true arrival times (the group's reference).
 //!
-//! The concepts live apart: `router` (the balancer), `cluster` (the stores),
-//! `synced` (the store that exchanges counts), `node` (one limiter on its own clock).
-//! This file is the per-attempt story; like the single-server driver it decides
-//! nothing itself and writes no files.
+//! The concepts live apart: `router` (the balancer), `cluster` (the stores and their
+//! nodes, each a `server::Server` on its own clock), `synced` (the store that
+//! exchanges counts). This file is how a deployment decides one attempt for the
+//! engine's one driver; it writes no files.
 
 mod cluster;
-mod node;
 mod router;
 mod synced;
 
 use super::attempt::Event;
-use super::driver::Job;
-use super::progress::ProgressTicker;
-use super::record::Outcome;
-use super::steps::{RunState, Steps};
+use super::driver::{Decide, Decided};
 use crate::algorithm::Algorithm;
 use crate::rule::Rule;
-use crate::sim::{Deployment, KeyTable, NodeReport, Scenario, SimError};
+use crate::sim::{AlgorithmReport, Deployment, KeyTable, Metrics, NodeReport, Scenario, SimError};
+use crate::time::Nanos;
 use cluster::Cluster;
 use router::Router;
 
-/// One algorithm's run on a deployment.
-pub(super) struct DeployDriver<'a, A: Algorithm> {
-    sc: &'a Scenario,
+/// How one algorithm's attempts are decided on a deployment.
+pub(super) struct Deployed<A: Algorithm> {
     deployment: Deployment,
     router: Router,
     cluster: Cluster<A>,
-    /// The retry client, comparison, recording, rows and first error.
-    run: RunState,
-    progress: ProgressTicker<'a>,
     nodes: Vec<NodeReport>,
 }
 
-impl<'a, A: Algorithm> DeployDriver<'a, A> {
-    /// A run of the algorithm `make` builds (once per limiter the deployment needs).
+impl<A: Algorithm> Deployed<A> {
+    /// The deployment of the algorithm `make` builds (once per limiter it needs);
+    /// `judged`: the nodes that alone decide their requests judge their denials' advice.
     pub(in crate::sim::engine) fn new(
-        mut job: Job<'a>,
+        sc: &Scenario,
         deployment: Deployment,
         make: &dyn Fn(&[Rule]) -> A,
         heap_bytes: Option<fn(&A::State) -> usize>,
+        judged: bool,
     ) -> Self {
-        let sc = job.scenario;
-        let silent = job.sink.is_none();
-        DeployDriver {
-            sc,
+        Deployed {
             deployment,
             router: Router::new(&deployment, sc.seed),
-            cluster: Cluster::new(sc, &deployment, make, heap_bytes, !silent),
-            // Deployed, even the sliding log is not the reference: the reference is the
-            // one global log, and this run is compared with it.
-            run: RunState::new(&mut job, false),
-            progress: ProgressTicker::new(job.progress, sc.duration),
+            cluster: Cluster::new(sc, &deployment, make, heap_bytes, judged),
             nodes: (0..deployment.nodes)
                 .map(|node| NodeReport {
                     node,
@@ -68,67 +56,33 @@ impl<'a, A: Algorithm> DeployDriver<'a, A> {
     }
 }
 
-impl<A: Algorithm> Steps for DeployDriver<'_, A> {
-    /// Routes one attempt, has its node decide it (wherever the state lives), and
-    /// records it at its true arrival time; a retrying client hears the answer when it
-    /// gets back, latency included.
-    fn step(
+impl<A: Algorithm> Decide for Deployed<A> {
+    /// Routes one attempt and has its node decide it (wherever the state lives); it
+    /// counts at its true arrival time, and the client hears the answer when it gets
+    /// back, latency included.
+    #[inline]
+    fn decide(
         &mut self,
-        event: Event,
-        log_allowed: Option<bool>,
+        event: &Event,
+        m: &mut Metrics,
         keys: &KeyTable,
-    ) -> Result<bool, SimError> {
+    ) -> Result<Decided, SimError> {
         let node = self.router.pick(event.key, keys);
-        let m = &mut self.run.record.m;
-        let (mut answer, delay) = self.cluster.decide(&self.deployment, node, &event, m);
+        let (mut answer, latency) = self.cluster.decide(&self.deployment, node, event, m);
         answer.node = Some(node);
+        self.nodes[node as usize].count(answer.allowed);
         // A shaper's admission reaches the service when its delay is over.
         let passes = event.time.saturating_add(answer.delay);
-        self.run.record.attempt(&event, answer.allowed, passes);
-        self.nodes[node as usize].count(answer.allowed);
-        let heard = Event {
-            time: event.time + delay,
-            ..event
-        };
-        if answer.allowed {
-            if let Some(retry) = self.run.retry.as_mut() {
-                retry.admitted(&heard);
-            }
-        } else {
-            if answer.retry_after.is_none() {
-                self.run.record.m.never_fits += 1;
-            }
-            if let Some(retry) = self.run.retry.as_mut() {
-                retry.denied(&heard, answer.retry_after);
-            }
-        }
-        self.run.answered(&event, &answer, log_allowed, keys)?;
-        self.progress.tick(event.time);
-        Ok(answer.allowed)
+        Ok(Decided {
+            answer,
+            passes,
+            heard: event.time + latency,
+        })
     }
 
-    fn state(&mut self) -> &mut RunState {
-        &mut self.run
-    }
-
-    fn state_ref(&self) -> &RunState {
-        &self.run
-    }
-
-    fn outcome(self, keys: &KeyTable) -> Result<Outcome, SimError> {
-        Ok(DeployDriver::outcome(self, keys))
-    }
-}
-
-impl<A: Algorithm> DeployDriver<'_, A> {
-    /// The run is over: the final sweeps, and the metrics.
-    fn outcome(mut self, keys: &KeyTable) -> Outcome {
-        let sc = self.sc;
-        self.progress.finish();
-        let mut outcome = self.run.finish(sc, keys);
-        self.cluster
-            .report(sc.duration, &mut outcome.report.metrics);
-        outcome.report.nodes = self.nodes;
-        outcome
+    fn finish(mut self, end: Nanos, report: &mut AlgorithmReport) -> Result<(), SimError> {
+        self.cluster.report(end, &mut report.metrics);
+        report.nodes = self.nodes;
+        Ok(())
     }
 }

@@ -11,7 +11,8 @@
 //! that is the over-admission this store teaches.
 
 use super::super::attempt::{Answer, Event};
-use super::node::Limiter;
+use super::super::server::Server;
+use super::super::states::Local;
 use crate::algorithm::Algorithm;
 use crate::sim::Metrics;
 use crate::time::Nanos;
@@ -30,8 +31,8 @@ struct Admission {
 
 /// Local limiters and the state they last agreed on.
 pub(super) struct Synced<A: Algorithm> {
-    nodes: Vec<Limiter<A>>,
-    agreed: Limiter<A>,
+    nodes: Vec<Server<Local<A>>>,
+    agreed: Server<Local<A>>,
     interval: Nanos,
     latency: Nanos,
     /// The next exchange's round (`S = round · interval`).
@@ -45,8 +46,8 @@ pub(super) struct Synced<A: Algorithm> {
 
 impl<A: Algorithm> Synced<A> {
     pub(super) fn new(
-        nodes: Vec<Limiter<A>>,
-        agreed: Limiter<A>,
+        nodes: Vec<Server<Local<A>>>,
+        agreed: Server<Local<A>>,
         interval: Nanos,
         latency: Nanos,
     ) -> Self {
@@ -73,8 +74,8 @@ impl<A: Algorithm> Synced<A> {
     ) -> Answer {
         self.deliver_due(event.time);
         let n = &mut self.nodes[node as usize];
-        n.advance(event.time, stamp, event.key);
-        let answer = n.decide(event, m);
+        let Ok(()) = n.advance(event.time, stamp, event.key);
+        let Ok(answer) = n.ask(event, m);
         if answer.allowed {
             self.note(Admission {
                 t: event.time,
@@ -123,24 +124,27 @@ impl<A: Algorithm> Synced<A> {
         for a in &self.log[..covered] {
             // Sweeps by the admission's true time: every later replay carries a stamp
             // at least that time minus the skew, so no sweep forgets what it counts.
-            self.agreed.advance(a.t, a.stamp, a.key);
-            let own = &mut self.agreed.own;
-            let _ = own.limiter.try_acquire_n(a.key, a.cost, own.now);
+            let Ok(()) = self.agreed.advance(a.t, a.stamp, a.key);
+            let agreed = &mut self.agreed;
+            let _ = agreed
+                .states
+                .limiter
+                .try_acquire_n(a.key, a.cost, agreed.at);
         }
         self.log.drain(..covered);
         for &key in &self.keys {
-            let agreed = self.agreed.own.limiter.state(key).cloned();
+            let agreed = self.agreed.states.limiter.state(key).cloned();
             for node in &mut self.nodes {
                 match &agreed {
-                    Some(state) => node.own.limiter.set_state(key, state.clone()),
-                    None => node.own.limiter.reset(key),
+                    Some(state) => node.states.limiter.set_state(key, state.clone()),
+                    None => node.states.limiter.reset(key),
                 }
             }
         }
         // Each node's own admissions the exchange did not cover, on top, in order.
         for a in &self.log {
             let node = &mut self.nodes[a.node as usize];
-            let _ = node.own.limiter.try_acquire_n(a.key, a.cost, a.stamp);
+            let _ = node.states.limiter.try_acquire_n(a.key, a.cost, a.stamp);
         }
         for &key in &self.keys {
             self.seen[key as usize] = false;
@@ -158,8 +162,8 @@ impl<A: Algorithm> Synced<A> {
     /// The final sweeps and memory samples of every limiter, into `m`.
     pub(super) fn report(&mut self, end: Nanos, m: &mut Metrics) {
         for n in &mut self.nodes {
-            n.report(end, m);
+            let Ok(()) = n.report(end, m);
         }
-        self.agreed.report(end, m);
+        let Ok(()) = self.agreed.report(end, m);
     }
 }

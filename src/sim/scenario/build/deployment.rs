@@ -8,7 +8,7 @@ use toml::Spanned;
 use super::Builder;
 use crate::rule::Rule;
 use crate::sim::scenario::ScenarioError;
-use crate::sim::scenario::deployment::{Balancer, Deployment, Store, StoreClock};
+use crate::sim::scenario::deployment::{Balancer, Deployment, Sharing, StoreClock};
 use crate::sim::scenario::raw::RawDeployment;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -64,18 +64,18 @@ impl Builder<'_> {
         }
     }
 
-    fn store(&self, d: &RawDeployment) -> Result<Store, ScenarioError> {
+    fn store(&self, d: &RawDeployment) -> Result<Sharing, ScenarioError> {
         let Some(s) = &d.store else {
-            return Ok(Store::Local);
+            return Ok(Sharing::Local);
         };
         match s.get_ref().as_str() {
-            "local" => Ok(Store::Local),
-            "local_split" => Ok(Store::LocalSplit),
-            "shared" => Ok(Store::Shared {
+            "local" => Ok(Sharing::Local),
+            "local_split" => Ok(Sharing::LocalSplit),
+            "shared" => Ok(Sharing::Shared {
                 clock: self.store_clock(d)?,
             }),
-            "shared_racy" => Ok(Store::SharedRacy),
-            "synced" => Ok(Store::Synced {
+            "shared_racy" => Ok(Sharing::SharedRacy),
+            "synced" => Ok(Sharing::Synced {
                 sync_interval: self.sync_interval(d)?,
             }),
             other => Err(self.err(
@@ -112,7 +112,7 @@ impl Builder<'_> {
     /// Rejects, at its position, each field the chosen store does not use.
     fn deployment_fields(&self, d: &RawDeployment, dep: &Deployment) -> Result<(), ScenarioError> {
         let store = dep.store.name();
-        let remote = !matches!(dep.store, Store::Local | Store::LocalSplit);
+        let remote = !matches!(dep.store, Sharing::Local | Sharing::LocalSplit);
         if let Some(l) = d.latency.as_ref().filter(|_| !remote) {
             return Err(self.err(
                 l.span(),
@@ -125,7 +125,7 @@ impl Builder<'_> {
         if let Some(i) = d
             .sync_interval
             .as_ref()
-            .filter(|_| !matches!(dep.store, Store::Synced { .. }))
+            .filter(|_| !matches!(dep.store, Sharing::Synced { .. }))
         {
             return Err(self.err(
                 i.span(),
@@ -135,12 +135,12 @@ impl Builder<'_> {
         if let Some(c) = d
             .clock
             .as_ref()
-            .filter(|_| !matches!(dep.store, Store::Shared { .. }))
+            .filter(|_| !matches!(dep.store, Sharing::Shared { .. }))
         {
             return Err(self.err(c.span(), "`clock` applies only to store = \"shared\""));
         }
         let store_clock = dep.store
-            == Store::Shared {
+            == Sharing::Shared {
                 clock: StoreClock::Store,
             };
         if let Some(s) = d.clock_skew.as_ref().filter(|_| store_clock) {

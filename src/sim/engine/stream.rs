@@ -1,0 +1,324 @@
+//! Where a pass gets its arrivals: the stream generated a chunk at a time, fanned out
+//! to worker threads, and the [`History`] of a first pass, from which a second one
+//! replays its keys' arrivals without generating (or parsing) the stream again.
+//!
+//! Generating a stream (drawing clients, parsing a trace) costs as much as a few
+//! algorithms' decisions, so it is done once, by the calling thread, and each chunk is
+//! sent to every worker: a run's groups when there are several, and a sweep's workers.
+//! The stream is deterministic, so who generates it changes no result. Nothing here
+//! decides a request.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use crate::sim::traffic::Arrival;
+use crate::sim::{ArrivalStream, KeyTable, Scenario, ScenarioError};
+use crate::time::Nanos;
+
+/// Arrivals generated and fed to the algorithms at a time: small enough to stay in
+/// cache, large enough that the per-chunk dynamic dispatch is noise.
+pub(super) const CHUNK: usize = 1024;
+
+/// Chunks a worker may fall behind the producer before the producer waits.
+pub(super) const SLACK: usize = 16;
+
+/// A chunk of the stream, `(seq, arrival)` in order, shared by every worker.
+pub(super) type Chunk = Arc<[(u64, Arrival)]>;
+
+/// Refills `chunk` with up to [`CHUNK`] arrivals; empty at the end of the stream.
+pub(super) fn next_chunk(
+    stream: &mut ArrivalStream,
+    chunk: &mut Vec<(u64, Arrival)>,
+) -> Result<(), ScenarioError> {
+    chunk.clear();
+    while chunk.len() < CHUNK {
+        match stream.next_arrival()? {
+            Some(arrival) => chunk.push(arrival),
+            None => break,
+        }
+    }
+    Ok(())
+}
+
+/// What a worker receives: a chunk of the stream, or word that the stream is complete.
+#[derive(Clone)]
+pub(super) enum Message {
+    Chunk {
+        arrivals: Chunk,
+        /// Names of the keys first seen in this chunk, in id order: each worker interns
+        /// them into its own table, so its ids are the stream's.
+        new_keys: Arc<[String]>,
+    },
+    /// The stream is complete; its history, when one was kept and fits.
+    End(Option<Arc<History>>),
+}
+
+/// Generates `scenario`'s stream once and sends each chunk to every worker, then
+/// [`Message::End`] (with the stream's [`History`] when `keep_history`). On an error the
+/// senders are dropped without `End`: the workers see the stream stop, and the caller
+/// reports the error.
+pub(super) fn produce(
+    scenario: &Scenario,
+    senders: Vec<SyncSender<Message>>,
+    keep_history: bool,
+) -> Result<(), ScenarioError> {
+    let mut stream = ArrivalStream::new(scenario)?;
+    let mut history = keep_history.then(History::default);
+    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut known = 0;
+    loop {
+        next_chunk(&mut stream, &mut chunk)?;
+        History::keep(&mut history, &chunk);
+        let message = if chunk.is_empty() {
+            Message::End(history.take().map(Arc::new))
+        } else {
+            let keys = stream.keys();
+            let new_keys = (known..keys.len())
+                .map(|id| keys.name(id as u32).to_string())
+                .collect();
+            known = keys.len();
+            Message::Chunk {
+                arrivals: Arc::from(chunk.as_slice()),
+                new_keys,
+            }
+        };
+        for tx in &senders {
+            // A worker that stopped has panicked; joining it reports that.
+            let _ = tx.send(message.clone());
+        }
+        if matches!(message, Message::End(_)) {
+            return Ok(());
+        }
+    }
+}
+
+/// A worker's end of the fan-out: the chunks as they come, and its own copy of the
+/// stream's key table.
+pub(super) struct Received {
+    rx: Receiver<Message>,
+    keys: KeyTable,
+    history: Option<Arc<History>>,
+}
+
+/// The producer stopped before the end of the stream (its error is the run's).
+pub(super) struct Stopped;
+
+impl Received {
+    pub(super) fn new(rx: Receiver<Message>) -> Received {
+        Received {
+            rx,
+            keys: KeyTable::default(),
+            history: None,
+        }
+    }
+
+    /// The next chunk, with the keys it introduced added to [`keys`](Self::keys);
+    /// `None` once the stream is complete.
+    pub(super) fn next(&mut self) -> Result<Option<Chunk>, Stopped> {
+        match self.rx.recv() {
+            Ok(Message::Chunk { arrivals, new_keys }) => {
+                for name in new_keys.iter() {
+                    self.keys.intern(name);
+                }
+                Ok(Some(arrivals))
+            }
+            Ok(Message::End(history)) => {
+                self.history = history;
+                Ok(None)
+            }
+            Err(_) => Err(Stopped),
+        }
+    }
+
+    /// The keys seen so far.
+    pub(super) fn keys(&self) -> &KeyTable {
+        &self.keys
+    }
+
+    /// The key table and the stream's history (if the producer kept one), once the
+    /// stream is over.
+    pub(super) fn finish(self) -> (KeyTable, Option<Arc<History>>) {
+        (self.keys, self.history)
+    }
+}
+
+/// Every arrival of a stream, in order, a few bytes each, so that a second pass can
+/// replay the arrivals of a few keys instead of generating the whole stream again (for
+/// a trace, parsing every line again, which is most of a replay's cost).
+///
+/// Each arrival is `key · 2 + (cost ≠ 1)`, the nanoseconds since the previous arrival,
+/// and the cost when it is not 1, each as a LEB128 varint: 5–7 bytes for the bundled
+/// traces and Poisson streams. A history that would outgrow [`History::BUDGET`] is
+/// dropped (as is one whose instants go backwards, which a stream never does): the
+/// second pass then generates the stream again, with the same result.
+#[derive(Debug, Default)]
+pub(super) struct History {
+    bytes: Vec<u8>,
+    last: u64,
+}
+
+impl History {
+    /// The most bytes a history may take (about 10 M arrivals).
+    pub(super) const BUDGET: usize = 64 << 20;
+
+    /// Adds `chunk` to `history`, or drops the history when it no longer fits.
+    pub(super) fn keep(history: &mut Option<History>, chunk: &[(u64, Arrival)]) {
+        if let Some(h) = history.as_mut()
+            && !h.push(chunk)
+        {
+            *history = None;
+        }
+    }
+
+    /// Appends `chunk`; false when the history can no longer be kept.
+    fn push(&mut self, chunk: &[(u64, Arrival)]) -> bool {
+        for (_, a) in chunk {
+            let Some(gap) = a.time.as_u64().checked_sub(self.last) else {
+                return false;
+            };
+            let other_cost = a.cost != 1;
+            put_varint(
+                &mut self.bytes,
+                u64::from(a.key) << 1 | u64::from(other_cost),
+            );
+            put_varint(&mut self.bytes, gap);
+            if other_cost {
+                put_varint(&mut self.bytes, a.cost);
+            }
+            self.last = a.time.as_u64();
+        }
+        self.bytes.len() <= Self::BUDGET
+    }
+
+    /// The arrivals of the keys `wanted`, in stream order, numbered from 0 as
+    /// [`ArrivalStream::only`] numbers them.
+    pub(super) fn replay<'a>(
+        &'a self,
+        wanted: &'a [u32],
+    ) -> impl Iterator<Item = (u64, Arrival)> + 'a {
+        let mut at = 0;
+        let mut time = 0u64;
+        let mut seq = 0;
+        std::iter::from_fn(move || {
+            while at < self.bytes.len() {
+                let tagged = get_varint(&self.bytes, &mut at);
+                time += get_varint(&self.bytes, &mut at);
+                let cost = match tagged & 1 {
+                    0 => 1,
+                    _ => get_varint(&self.bytes, &mut at),
+                };
+                // Pushed from a `u32` shifted left by one: the shift back fits.
+                let key = (tagged >> 1) as u32;
+                if wanted.contains(&key) {
+                    let arrival = Arrival {
+                        time: Nanos::new(time),
+                        key,
+                        cost,
+                    };
+                    seq += 1;
+                    return Some((seq - 1, arrival));
+                }
+            }
+            None
+        })
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// Appends `v` as a LEB128 varint: 7 bits a byte, low bits first.
+fn put_varint(bytes: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        bytes.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    bytes.push(v as u8);
+}
+
+/// Reads the LEB128 varint at `*at` (written by [`put_varint`]) and moves past it.
+fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    while let Some(&b) = bytes.get(*at) {
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrival(time: u64, key: u32, cost: u64) -> (u64, Arrival) {
+        let a = Arrival {
+            time: Nanos::new(time),
+            key,
+            cost,
+        };
+        (0, a)
+    }
+
+    /// Every field round-trips at its extremes (key `u32::MAX`, gaps of 0 and of the
+    /// whole clock, cost 0, 1 and `u64::MAX`), and only the wanted keys come back, in
+    /// order, numbered from 0.
+    #[test]
+    fn a_history_replays_exactly_the_wanted_keys_arrivals() {
+        let all = [
+            arrival(0, 0, 1),
+            arrival(0, u32::MAX, u64::MAX),
+            arrival(5, 7, 0),
+            arrival(5, 0, 3),
+            arrival(1 << 40, 7, 1),
+            arrival(u64::MAX, 0, 1),
+        ];
+        let mut history = Some(History::default());
+        History::keep(&mut history, &all[..2]);
+        History::keep(&mut history, &all[2..]);
+        let history = history.expect("a short stream fits");
+        for wanted in [vec![0], vec![7, u32::MAX], vec![1], vec![0, 7, u32::MAX]] {
+            let expected: Vec<(u64, Arrival)> = all
+                .iter()
+                .filter(|(_, a)| wanted.contains(&a.key))
+                .enumerate()
+                .map(|(i, &(_, a))| (i as u64, a))
+                .collect();
+            let got: Vec<_> = history.replay(&wanted).collect();
+            assert_eq!(got, expected, "wanted {wanted:?}");
+        }
+    }
+
+    /// A history whose instants go backwards, or that outgrows its budget, is dropped
+    /// rather than kept wrong or unbounded.
+    #[test]
+    fn a_history_is_dropped_when_it_cannot_be_kept() {
+        let mut backwards = Some(History::default());
+        History::keep(&mut backwards, &[arrival(10, 1, 1), arrival(9, 1, 1)]);
+        assert!(backwards.is_none());
+
+        // Each arrival but a chunk's first takes 1 + 8 bytes here (a gap of 2^50 ns).
+        let big: Vec<_> = (0..1024u64).map(|i| arrival(i << 50, 0, 1)).collect();
+        let mut history = Some(History::default());
+        let mut kept = 0;
+        while let Some(h) = history.as_ref() {
+            assert!(h.len() <= History::BUDGET, "{} bytes kept", h.len());
+            kept += 1;
+            History::keep(&mut history, &big);
+            if let Some(h) = history.as_mut() {
+                h.last = 0;
+            }
+        }
+        assert!(
+            kept > History::BUDGET / (10 * 1024),
+            "dropped after {kept} chunks"
+        );
+    }
+}
