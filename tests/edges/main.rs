@@ -12,6 +12,7 @@ mod sim_support;
 
 mod deployment;
 mod metrics;
+mod presets;
 mod scenario;
 mod sweep;
 
