@@ -11,6 +11,7 @@
 mod sim_support;
 
 mod deployment;
+mod import;
 mod metrics;
 mod presets;
 mod scenario;
