@@ -362,3 +362,27 @@ fn a_delayed_admission_counts_when_it_passes_and_not_after_the_run_ends() {
         );
     }
 }
+
+/// envoy's windows are aligned to the Unix epoch, so on a trace of absolute times they
+/// must fall on the epoch's whole minutes, whatever instant the trace starts at. 3 per
+/// minute: three requests at 1,700,000,030 s (22:13:50 UTC) fill the minute that ends at
+/// 22:14:00; a fourth at 22:14:05 is in the next one and passes.
+///
+/// Fails today: the trace's earliest request becomes t = 0 and the epoch is lost, so
+/// the windows start at 22:13:50 and the fourth is refused. The workaround: an
+/// `origin` on the whole unit at or before the first request (`"2023-11-14T22:13:00Z"`
+/// here; midnight serves every unit, but then the run must last until the trace ends).
+#[test]
+#[ignore = "known gap (issue 32): an absolute trace's epoch is not kept, so epoch-aligned presets align to its first request"]
+fn envoy_aligns_to_the_unix_epoch_on_a_trace_of_absolute_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"epoch\"\nduration = \"2m\"\nalgorithms = [\"envoy\"]\n\
+                [limit]\nmax_requests = 3\nwindow = \"1m\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\ntime_format = \"epoch_s\"\n";
+    let scenario = crate::sim_support::parse_at(text, &dir.path().join("epoch.toml"));
+    let (_, decisions) = crate::sim_support::run_capturing(&scenario, 1);
+    let allowed: Vec<bool> = decisions[0].iter().map(|r| r.allowed).collect();
+    assert_eq!(allowed, [true, true, true, true]);
+}
