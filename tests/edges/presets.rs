@@ -231,6 +231,27 @@ fn limits_fixed_window_opens_at_the_first_hit_and_counts_refused_hits() {
     );
 }
 
+/// A cost of 0 always passes and changes nothing, in `limits`' fixed window too, where
+/// `limits` itself would open a window on it (ratesim's rule for every algorithm). 3 per
+/// 10 s: a cost 0 at 4 s, then three hits at 5 s open [5 s, 15 s), so a hit at 14 s is
+/// refused. Rules out the window opened by the cost 0 ([4 s, 14 s): 14 s passes).
+#[test]
+fn a_cost_of_zero_opens_no_limits_fixed_window() {
+    let rows = [
+        (4 * S, "c", 0),
+        (5 * S, "c", 1),
+        (5 * S, "c", 1),
+        (5 * S, "c", 1),
+        (14 * S, "c", 1),
+    ];
+    let got = decide(
+        "limits_fixed_window",
+        &rows,
+        "[limit]\nmax_requests = 3\nwindow = \"10s\"\n",
+    );
+    assert_eq!(got["c"], [true, true, true, true, false]);
+}
+
 /// `limits`' moving window counts the closed interval `[t − W, t]`. 2 per 10 s, hits
 /// at 0 and 1 s: at 10 s the hit at 0 still counts (refused), 1 ns later it does not;
 /// at 11 s the hit at 1 s still counts. Rules out the textbook's `(t − W, t]`, which
