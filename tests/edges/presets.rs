@@ -305,7 +305,8 @@ fn limits_sliding_window_counter_floors_its_estimate_and_double_counts_its_first
 /// at 0.9 s pass, 2 more at 0.95 s are refused and counted (4), so 1 at 0.96 s is
 /// refused too (5); at 1 s a new window holds 3, and at 1.5 s the window is full. Rules
 /// out uncounted refusals (0.96 s passes) and a window opened by the first hit
-/// ([0.9 s, 1.9 s): 1 s refused).
+/// ([0.9 s, 1.9 s): 1 s refused). Each refusal's wait is to the next whole second
+/// (50, 40 and 500 ms), where a window opened by the first hit would say 1.9 s.
 #[test]
 fn envoy_aligns_its_windows_to_the_epoch_and_counts_refused_requests() {
     let rows = [
@@ -322,6 +323,15 @@ fn envoy_aligns_its_windows_to_the_epoch_and_counts_refused_requests() {
         "[limit]\nmax_requests = 3\nwindow = \"1s\"\n",
     );
     assert_eq!(got["c"], [true, false, false, true, false, true]);
+    let limit = "[limit]\nmax_requests = 3\nwindow = \"1s\"\n";
+    let (_, decisions) = replay(&rows, "1h", &["envoy"], limit);
+    let waits: Vec<Option<Nanos>> = decisions[0]
+        .iter()
+        .filter(|r| !r.allowed)
+        .map(|r| r.retry_after)
+        .collect();
+    let ms = |v: u64| Some(Nanos::new(v * MS));
+    assert_eq!(waits, [ms(50), ms(40), ms(500)]);
 }
 
 /// tower's window opens at the first call after the previous one ended, and a waiting
