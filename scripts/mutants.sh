@@ -3,7 +3,7 @@
 #
 #   scripts/mutants.sh AREA [extra cargo-mutants args...]
 #
-# AREA: metrics | algorithm | limiter | sim | report | all (every area in turn); sim is
+# AREA: metrics | algorithm | limiter | sim | report | presets | all (every area in turn); sim is
 # six parts, sim-engine, sim-traffic, sim-scenario, sim-trace, sim-redis, sim-search, each
 # also an AREA.
 # Each area mutates only its own files and runs only the tests that exercise them: the
@@ -151,9 +151,18 @@ sim | sim-* | all)
 report | all)
     run report src/report/csvout.rs -- --lib --test report_csv || status=$?
     ;;&
-metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-redis | sim-search | report | all) ;;
+presets | all)
+    # The presets' decisions (tests/edges/presets.rs, the unit tests, governor's and
+    # tower's differential tests against the crates) and their waits (reset_after). The
+    # nginx and Python `limits` differential tests need a server or a venv and take
+    # 20 s each: left out, as is properties.rs.
+    run presets 'src/presets/*.rs' \
+        -- --lib --test edges --test presets_governor --test preset_tower \
+        --test reset_after || status=$?
+    ;;&
+metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-redis | sim-search | report | presets | all) ;;
 *)
-    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,redis,search}|report|all [cargo-mutants args]" >&2
+    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,redis,search}|report|presets|all [cargo-mutants args]" >&2
     exit 2
     ;;
 esac

@@ -11,7 +11,9 @@
 mod sim_support;
 
 mod deployment;
+mod import;
 mod metrics;
+mod presets;
 mod scenario;
 mod sweep;
 

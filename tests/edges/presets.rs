@@ -1,0 +1,419 @@
+//! The presets (docs/presets.md) and the delayed outcome, each peer's quirk at the
+//! input where it and the textbook (or a nearby rounding) decide differently. Refusals
+//! go through a scenario and its decisions; delays, which no decision row carries, go
+//! through the public `Algorithm::acquire`, and where they are counted through a run's
+//! `max_in_window`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ratesim::presets::{Nginx, NginxParams, Tower};
+use ratesim::sim::Scenario;
+use ratesim::{Algorithm, Nanos, Outcome, Rule};
+
+use crate::{S, replay};
+
+const MS: u64 = 1_000_000;
+
+/// Each key's decisions (allowed or not, in order) when `algorithm` decides `rows`
+/// (`(ns, key, cost)`, any order: replayed sorted by time, ties in the order given)
+/// under `body` (`[limit]` and any `[preset.*]`, as TOML lines).
+fn decide(algorithm: &str, rows: &[(u64, &str, u64)], body: &str) -> BTreeMap<String, Vec<bool>> {
+    let mut rows = rows.to_vec();
+    rows.sort_by_key(|r| r.0);
+    let (_, decisions) = replay(&rows, "1h", &[algorithm], body);
+    let mut by_key: BTreeMap<String, Vec<bool>> = BTreeMap::new();
+    for row in &decisions[0] {
+        by_key.entry(row.key.clone()).or_default().push(row.allowed);
+    }
+    by_key
+}
+
+/// One key's decisions: `times` (ns) each of cost 1.
+fn one_key(algorithm: &str, times: &[u64], body: &str) -> Vec<bool> {
+    let rows: Vec<(u64, &str, u64)> = times.iter().map(|&t| (t, "c", 1)).collect();
+    decide(algorithm, &rows, body).remove("c").unwrap()
+}
+
+/// nginx decides on its millisecond clock, `floor(t / 1 ms)`. At 1r/s, burst 0: key
+/// `a` at 0.999999 ms (ms 0) and 1 s is 1000 ms apart, so its second request passes;
+/// rounding to the nearest or up (ms 1), or leaking in nanoseconds (999.000001 ms),
+/// leaves 1 thousandth of excess and refuses it. Key `b` at 0.4 ms and 999.6 ms is 999
+/// ms apart, refused, where rounding (ms 0, ms 1000) would admit it; its third, at
+/// 1 s, then passes (after an admission at ms 1000 it would not).
+#[test]
+fn nginx_reads_the_time_in_whole_milliseconds_rounded_down() {
+    let got = decide(
+        "nginx",
+        &[
+            (999_999, "a", 1),
+            (S, "a", 1),
+            (400_000, "b", 1),
+            (999_600_000, "b", 1),
+            (S, "b", 1),
+        ],
+        "[limit]\nmax_requests = 1\nwindow = \"1s\"\n",
+    );
+    assert_eq!(got["a"], [true, true], "a: ms 0, then ms 1000");
+    assert_eq!(got["b"], [true, false, true], "b: ms 0, ms 999, ms 1000");
+}
+
+/// nginx leaks `rate·ms / 1000` thousandths, truncated, at every admission, and an
+/// admission moves `last`; a refusal changes nothing. At 30r/m (500 thousandths a
+/// second), burst 2, nodelay: admissions at 0, 1 and 2 ms each leak 0 (0.5 cut), so
+/// the excess is 2000, not 1999, and the next request needs a leak of 1000: 2000 ms
+/// after ms 2, at 2002 ms. Rules out the exact leak (passes at 2000 ms), the leak
+/// rounded up (excess 1998: passes at 1997 ms), and a refusal that moves `last`
+/// (refused again at 2002 ms).
+#[test]
+fn nginx_truncates_the_leak_at_every_admission_and_a_refusal_changes_nothing() {
+    let limit = "[limit]\nmax_requests = 30\nwindow = \"60s\"\n\
+                 [preset.nginx]\nburst = 2\nnodelay = true\n";
+    let times = [0, MS, 2 * MS, 1997 * MS, 2000 * MS, 2001 * MS, 2002 * MS];
+    assert_eq!(
+        one_key("nginx", &times, limit),
+        [true, true, true, false, false, false, true],
+        "at 0, 1, 2, 1997, 2000, 2001, 2002 ms"
+    );
+}
+
+/// A rule `N per W`, the instants of one key's requests (ns), its decisions, and what
+/// the run's note names (`None`: no note).
+type Rate = (
+    u64,
+    &'static str,
+    &'static [u64],
+    &'static [bool],
+    Option<&'static str>,
+);
+
+/// The rate as nginx's parser stores it, `floor(1000·X / 60)` thousandths a second for
+/// `X r/m`, and a rule it cannot write as the nearest whole `r/m`, at least `1r/m`. With
+/// burst 0 a key's second request passes once `rate·ms / 1000 ≥ 1000`:
+/// - 1 per 60 s is `1r/m`, 16 thousandths: at 62.5 s, not 60 s (exact 16.67) nor
+///   58.824 s (rounded to 17);
+/// - 1 per 7 s (8.57 r/m) is `9r/m`, 150: at 6.667 s, where `8r/m` (floored) and the
+///   exact 1 per 7 s still refuse;
+/// - 5 per 13 s (23.08 r/m) is `23r/m`, 383: at 2.611 s, where `24r/m` (rounded up)
+///   passes at 2.5 s and the exact rule at 2.6 s;
+/// - 1 per hour rounds to `0r/m`, raised to `1r/m`: at 62.5 s again (a rate of 0,
+///   floored to 1 thousandth, would wait 1000 s).
+///
+/// Each rounded rule says so in the run's notes, naming the `rate=` it used.
+#[test]
+fn nginx_stores_a_rate_as_its_parser_does_and_writes_an_odd_rule_as_the_nearest_r_per_m() {
+    let cases: [Rate; 4] = [
+        (
+            1,
+            "60s",
+            &[0, 58_824 * MS, 60 * S, 62_499 * MS, 62_500 * MS],
+            &[true, false, false, false, true],
+            None,
+        ),
+        (
+            1,
+            "7s",
+            &[0, 6_666 * MS, 6_667 * MS],
+            &[true, false, true],
+            Some("rate=9r/m"),
+        ),
+        (
+            5,
+            "13s",
+            &[0, 2_500 * MS, 2_600 * MS, 2_610 * MS, 2_611 * MS],
+            &[true, false, false, false, true],
+            Some("rate=23r/m"),
+        ),
+        (
+            1,
+            "1h",
+            &[0, 62_499 * MS, 62_500 * MS],
+            &[true, false, true],
+            Some("rate=1r/m"),
+        ),
+    ];
+    for (n, window, times, expected, note) in cases {
+        let limit = format!("[limit]\nmax_requests = {n}\nwindow = \"{window}\"\n");
+        let got = one_key("nginx", times, &limit);
+        assert_eq!(got, expected, "{n} per {window} at {times:?} ns");
+        let text = format!(
+            "name = \"n\"\nduration = \"1h\"\nalgorithms = [\"nginx\"]\n{limit}\
+             [[traffic]]\nkind = \"uniform\"\nrate = 1\n"
+        );
+        let scenario = Scenario::parse(&text, Path::new("n.toml")).unwrap();
+        let notes = ratesim::presets::notes(&scenario);
+        match note {
+            None => assert!(notes.is_empty(), "{n} per {window}: {notes:?}"),
+            Some(rate) => {
+                assert_eq!(notes.len(), 1, "{n} per {window}: {notes:?}");
+                assert!(notes[0].contains(rate), "{n} per {window}: {}", notes[0]);
+            }
+        }
+    }
+}
+
+/// Without `nodelay` an admitted request waits `excess·1000 / rate` ms, truncated, on
+/// nginx's millisecond timer: from the millisecond it arrived in, not from its instant.
+/// At 3r/s, burst 2, requests at 0.25 ms: the second's excess 1000 waits 333 ms (the
+/// timer fires at ms 333: 332.75 ms after it arrived), the third's 2000 waits 666 ms
+/// (665.75 ms); the fourth is refused. Rules out the wait rounded up (334, 667) or to
+/// nearest (667), exact (333.33…), and counted from the arrival (333 ms, 666 ms).
+#[test]
+fn nginx_delays_are_truncated_to_whole_milliseconds_on_its_timer() {
+    let rule = Rule::new(3, Nanos::from_secs(1)).unwrap();
+    let params = NginxParams {
+        burst: 2,
+        ..NginxParams::default()
+    };
+    let nginx = Nginx::new(rule, params);
+    let mut state = nginx.new_state(Nanos::ZERO);
+    let at = Nanos::new(250_000);
+    let got: Vec<Outcome> = (0..4).map(|_| nginx.acquire(&mut state, at, 1)).collect();
+    assert_eq!(
+        got,
+        [
+            Outcome::Allowed,
+            Outcome::Delayed(Nanos::new(332_750_000)),
+            Outcome::Delayed(Nanos::new(665_750_000)),
+            Outcome::Denied,
+        ]
+    );
+}
+
+/// governor's emission interval is `⌊W / N⌋` ns and its tolerance that interval times
+/// `B − 1`. At 3 per 2 s, burst 3: T = 666,666,666 ns, τ = 1,333,333,332 ns, so after
+/// three at 0 the fourth passes at `3T − τ` = 666,666,666 ns and not a nanosecond
+/// before. Rules out the exact interval (ratesim's `gcra`: 666,666,667), T rounded to
+/// nearest or up (666,666,667), and τ floored from `W·(B − 1) / N` (1,333,333,333: it
+/// would pass at 666,666,665).
+#[test]
+fn governor_floors_its_interval_and_builds_its_tolerance_from_the_floored_interval() {
+    let times = [0, 0, 0, 666_666_665, 666_666_666];
+    let limit = "[limit]\nmax_requests = 3\nwindow = \"2s\"\nburst = 3\n";
+    assert_eq!(
+        one_key("governor", &times, limit),
+        [true, true, true, false, true]
+    );
+    let gcra = one_key("gcra", &times, limit);
+    assert_eq!(
+        gcra,
+        [true, true, true, false, false],
+        "the exact GCRA waits for 666,666,666.67 ns"
+    );
+}
+
+/// `limits`' fixed window starts at the key's first hit and ends exactly `W` later
+/// (`now ≥ expiry` resets it), and every hit is counted, refused ones too. 3 per 10 s:
+/// a hit at 5 s opens [5 s, 15 s); a refused cost 3 at 6 s still counts, so a cost 1 at
+/// 7 s is refused; 10 s is no boundary; 15 s is. Rules out uncounted refusals (7 s
+/// passes), windows on the epoch's grid (10 s passes), and an expiry that needs
+/// `now > expiry` (15 s refused).
+#[test]
+fn limits_fixed_window_opens_at_the_first_hit_and_counts_refused_hits() {
+    let rows = [
+        (5 * S, "c", 1),
+        (6 * S, "c", 3),
+        (7 * S, "c", 1),
+        (10 * S, "c", 1),
+        (15 * S - 1, "c", 1),
+        (15 * S, "c", 1),
+        (15 * S, "c", 2),
+        (15 * S, "c", 1),
+    ];
+    let got = decide(
+        "limits_fixed_window",
+        &rows,
+        "[limit]\nmax_requests = 3\nwindow = \"10s\"\n",
+    );
+    assert_eq!(
+        got["c"],
+        [true, false, false, false, false, true, true, false]
+    );
+}
+
+/// A cost of 0 always passes and changes nothing, in `limits`' fixed window too, where
+/// `limits` itself would open a window on it (ratesim's rule for every algorithm). 3 per
+/// 10 s: a cost 0 at 4 s, then three hits at 5 s open [5 s, 15 s), so a hit at 14 s is
+/// refused. Rules out the window opened by the cost 0 ([4 s, 14 s): 14 s passes).
+#[test]
+fn a_cost_of_zero_opens_no_limits_fixed_window() {
+    let rows = [
+        (4 * S, "c", 0),
+        (5 * S, "c", 1),
+        (5 * S, "c", 1),
+        (5 * S, "c", 1),
+        (14 * S, "c", 1),
+    ];
+    let got = decide(
+        "limits_fixed_window",
+        &rows,
+        "[limit]\nmax_requests = 3\nwindow = \"10s\"\n",
+    );
+    assert_eq!(got["c"], [true, true, true, true, false]);
+}
+
+/// `limits`' moving window counts the closed interval `[t − W, t]`. 2 per 10 s, hits
+/// at 0 and 1 s: at 10 s the hit at 0 still counts (refused), 1 ns later it does not;
+/// at 11 s the hit at 1 s still counts. Rules out the textbook's `(t − W, t]`, which
+/// admits at 10 s.
+#[test]
+fn limits_moving_window_counts_a_hit_until_a_nanosecond_after_w() {
+    let times = [0, S, 10 * S, 10 * S + 1, 11 * S, 11 * S + 1];
+    let limit = "[limit]\nmax_requests = 2\nwindow = \"10s\"\n";
+    assert_eq!(
+        one_key("limits_moving_window", &times, limit),
+        [true, true, false, true, false, true]
+    );
+    assert_eq!(
+        one_key("sliding_window_log", &times[..3], limit),
+        [true, true, true],
+        "the textbook log admits at exactly 10 s"
+    );
+}
+
+/// `limits`' counter admits when `⌊prev·(W − t mod W)/W + cur⌋ + cost ≤ N`, and before
+/// its first window ends (`0 < t < W`) counts the current window twice. 2 per 10 s:
+/// two hits at 10 s, then at 21 s the estimate is 1.8 (floored 1: passes; unfloored,
+/// rounded or rounded up it would be refused), then 2.8; at 25 s exactly 2, at 26 s
+/// 1.8 again. 3 per 10 s: key `b` at 1, 2, 3 s estimates 0, 1.8, 3.4 (the third
+/// refused; 2 without the double count), key `c`'s three hits at exactly 0 are not
+/// double-counted (Python's `int(-1)` is −1: no same window) and all pass.
+#[test]
+fn limits_sliding_window_counter_floors_its_estimate_and_double_counts_its_first_window() {
+    let times = [10 * S, 10 * S, 10 * S, 21 * S, 21 * S, 25 * S, 26 * S];
+    let two = "[limit]\nmax_requests = 2\nwindow = \"10s\"\n";
+    assert_eq!(
+        one_key("limits_sliding_window_counter", &times, two),
+        [true, true, false, true, false, false, true]
+    );
+    let rows = [
+        (0, "c", 1),
+        (0, "c", 1),
+        (0, "c", 1),
+        (S, "b", 1),
+        (2 * S, "b", 1),
+        (3 * S, "b", 1),
+    ];
+    let three = "[limit]\nmax_requests = 3\nwindow = \"10s\"\n";
+    let got = decide("limits_sliding_window_counter", &rows, three);
+    assert_eq!(got["b"], [true, true, false], "b at 1, 2, 3 s");
+    assert_eq!(got["c"], [true, true, true], "c at 0");
+}
+
+/// envoyproxy/ratelimit's windows are aligned to the epoch (`now / unit · unit`), and
+/// hits are added before the comparison, so a refused request counts. 3 per second: 2
+/// at 0.9 s pass, 2 more at 0.95 s are refused and counted (4), so 1 at 0.96 s is
+/// refused too (5); at 1 s a new window holds 3, and at 1.5 s the window is full. Rules
+/// out uncounted refusals (0.96 s passes) and a window opened by the first hit
+/// ([0.9 s, 1.9 s): 1 s refused). Each refusal's wait is to the next whole second
+/// (50, 40 and 500 ms), where a window opened by the first hit would say 1.9 s.
+#[test]
+fn envoy_aligns_its_windows_to_the_epoch_and_counts_refused_requests() {
+    let rows = [
+        (900 * MS, "c", 2),
+        (950 * MS, "c", 2),
+        (960 * MS, "c", 1),
+        (S, "c", 3),
+        (1_500 * MS, "c", 1),
+        (2 * S, "c", 1),
+    ];
+    let got = decide(
+        "envoy",
+        &rows,
+        "[limit]\nmax_requests = 3\nwindow = \"1s\"\n",
+    );
+    assert_eq!(got["c"], [true, false, false, true, false, true]);
+    let limit = "[limit]\nmax_requests = 3\nwindow = \"1s\"\n";
+    let (_, decisions) = replay(&rows, "1h", &["envoy"], limit);
+    let waits: Vec<Option<Nanos>> = decisions[0]
+        .iter()
+        .filter(|r| !r.allowed)
+        .map(|r| r.retry_after)
+        .collect();
+    let ms = |v: u64| Some(Nanos::new(v * MS));
+    assert_eq!(waits, [ms(50), ms(40), ms(500)]);
+}
+
+/// tower's window opens at the first call after the previous one ended, and a waiting
+/// caller passes on tokio's millisecond timer, `ceil_ms(until)`, in arrival order. 2
+/// per 100.25 ms: calls at 550 and 560 ms open [550, 650.25) and close it; one at 610
+/// ms waits until 651 ms (41 ms) and opens [651, 751.25); one at 620 ms passes behind
+/// it at 651 ms and closes that window; one at 630 ms waits for 752 ms. Rules out
+/// windows on a grid of 100.25 ms (610 ms would open [601.5, 701.75) at once), the
+/// wait ending at `until` itself or its nearest millisecond (650.25 or 650 ms), and a
+/// caller passing ahead of a delayed one (620 ms at once).
+#[test]
+fn tower_opens_a_window_at_the_first_call_and_waits_for_the_next_whole_millisecond() {
+    let tower = Tower::new(Rule::new(2, Nanos::new(100_250_000)).unwrap());
+    let mut state = tower.new_state(Nanos::ZERO);
+    let got: Vec<Outcome> = [550, 560, 610, 620, 630]
+        .iter()
+        .map(|&ms| tower.acquire(&mut state, Nanos::new(ms * MS), 1))
+        .collect();
+    let after = |ms: u64| Outcome::Delayed(Nanos::new(ms * MS));
+    assert_eq!(
+        got,
+        [
+            Outcome::Allowed,
+            Outcome::Allowed,
+            after(41),
+            after(31),
+            after(122)
+        ]
+    );
+}
+
+/// A delayed admission counts in the trailing windows at the instant it passes, and not
+/// at all when that is at or after the run's end. tower, 2 per second: calls at 0 and
+/// 0.999 s close the first window, calls at 0.9995 and 0.9996 s both pass at 1 s, so
+/// `(0 s, 1 s]` holds three. In a run of 1 s the two at 1 s never reach the service
+/// (most in a window: 2); one nanosecond longer, they do (3, one excess). Rules out
+/// counting at the arrival (4: all four within a second), counting passes past the end,
+/// and an end that is inclusive (3 in both runs).
+#[test]
+fn a_delayed_admission_counts_when_it_passes_and_not_after_the_run_ends() {
+    let rows = [
+        (0, "c", 1),
+        (999 * MS, "c", 1),
+        (999_500_000, "c", 1),
+        (999_600_000, "c", 1),
+    ];
+    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
+    for (duration, expected) in [("1s", (2, 0)), ("1.000000001s", (3, 1))] {
+        let (report, decisions) = replay(&rows, duration, &["tower"], limit);
+        assert!(
+            decisions[0].iter().all(|r| r.allowed),
+            "tower never refuses"
+        );
+        let m = &report.algorithms[0].metrics;
+        assert_eq!(
+            (m.allowed, m.max_in_window, m.excess),
+            (4, expected.0, expected.1),
+            "a run of {duration}"
+        );
+    }
+}
+
+/// envoy's windows are aligned to the Unix epoch, so on a trace of absolute times they
+/// must fall on the epoch's whole minutes, whatever instant the trace starts at. 3 per
+/// minute: three requests at 1,700,000,030 s (22:13:50 UTC) fill the minute that ends at
+/// 22:14:00; a fourth at 22:14:05 is in the next one and passes.
+///
+/// Fails today: the trace's earliest request becomes t = 0 and the epoch is lost, so
+/// the windows start at 22:13:50 and the fourth is refused. The workaround: an
+/// `origin` on the whole unit at or before the first request (`"2023-11-14T22:13:00Z"`
+/// here; midnight serves every unit, but then the run must last until the trace ends).
+#[test]
+#[ignore = "known gap (issue 32): an absolute trace's epoch is not kept, so epoch-aligned presets align to its first request"]
+fn envoy_aligns_to_the_unix_epoch_on_a_trace_of_absolute_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"epoch\"\nduration = \"2m\"\nalgorithms = [\"envoy\"]\n\
+                [limit]\nmax_requests = 3\nwindow = \"1m\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\ntime_format = \"epoch_s\"\n";
+    let scenario = crate::sim_support::parse_at(text, &dir.path().join("epoch.toml"));
+    let (_, decisions) = crate::sim_support::run_capturing(&scenario, 1);
+    let allowed: Vec<bool> = decisions[0].iter().map(|r| r.allowed).collect();
+    assert_eq!(allowed, [true, true, true, true]);
+}
