@@ -353,13 +353,20 @@ fn differential(name: &str, rate: &str, rule: Rule, limit_req: &str, params: Ngi
         drop(server);
         let v = judge(&preset, &sent, &log, origin_wall);
         // A machine stall (nginx saw requests late, by its own log) can flip a few
-        // decisions in a row; such a run is repeated once, and says so.
+        // decisions in a row, and a stall the log cannot show (a request read late in
+        // the same millisecond it was logged) leaves the preset's state one request off
+        // for the rest of the burst. Such a run is repeated once, from a fresh server,
+        // and says so; the second run must pass on its own.
         attempt += 1;
-        if v.stalls == 0 || v.identical * 1000 >= v.compared * 995 || attempt == 2 {
+        let agrees = v.unexplained.is_empty() && v.identical * 1000 >= v.compared * 995;
+        if agrees || attempt == 2 {
             break v;
         }
         eprintln!(
-            "nginx {name}: {} requests reached nginx late (a machine stall); running again",
+            "nginx {name}: {} unexplained of {} ({} requests reached nginx late, a machine \
+             stall); running again",
+            v.unexplained.len(),
+            v.compared,
             v.stalls
         );
     };
