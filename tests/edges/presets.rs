@@ -141,7 +141,7 @@ fn nginx_stores_a_rate_as_its_parser_does_and_writes_an_odd_rule_as_the_nearest_
              [[traffic]]\nkind = \"uniform\"\nrate = 1\n"
         );
         let scenario = Scenario::parse(&text, Path::new("n.toml")).unwrap();
-        let notes = ratesim::presets::notes(&scenario);
+        let notes = scenario.preset_notes();
         match note {
             None => assert!(notes.is_empty(), "{n} per {window}: {notes:?}"),
             Some(rate) => {
