@@ -10,9 +10,13 @@ use ratesim::sim::{self, DecisionSink, RunOptions, RunReport, Scenario};
 use ratesim::{Registry, bundled};
 
 fn run_burst(dir: &Path) -> RunReport {
+    run_bundled(dir, "burst.toml")
+}
+
+fn run_bundled(dir: &Path, name: &str) -> RunReport {
     let registry = Registry::default();
-    let text = bundled::scenario("burst.toml").expect("burst.toml is bundled");
-    let scenario = Scenario::parse_with(text, Path::new("burst.toml"), &registry).unwrap();
+    let text = bundled::scenario(name).expect("the scenario is bundled");
+    let scenario = Scenario::parse_with(text, Path::new(name), &registry).unwrap();
     let mut parts = DecisionParts::new(dir);
     let options = RunOptions {
         registry: &registry,
@@ -45,6 +49,7 @@ fn the_zoom_shows_the_fixed_windows_ten_admissions_within_one_nanosecond() {
             offset_ns: if count <= 5 { -1 } else { 0 },
             allowed: true,
             count,
+            node: None,
         })
         .collect();
     assert_eq!(fixed.marks, expected, "every request its own mark, exact");
@@ -61,6 +66,32 @@ fn the_zoom_shows_the_fixed_windows_ten_admissions_within_one_nanosecond() {
     );
     let image = render_zoom_rgb(&chart).unwrap();
     assert_eq!(image.width, 1200);
+}
+
+/// In a deployment each mark carries the server that decided it, as decisions.csv's
+/// `node` column says, and the chart draws it (issue 31, item 6).
+#[test]
+fn in_a_deployment_the_zoom_names_the_server_of_each_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_bundled(dir.path(), "nodes_synced.toml");
+    let nodes = run.deployment.as_ref().expect("a deployment").nodes;
+    let chart = zoom_chart(&run, &dir.path().join("decisions.csv")).unwrap();
+    assert!(chart.x_desc.contains("server"), "{}", chart.x_desc);
+    let marks: Vec<&ZoomMark> = chart.lanes.iter().flat_map(|l| &l.marks).collect();
+    assert!(!marks.is_empty());
+    let servers: std::collections::BTreeSet<u32> =
+        marks.iter().map(|m| m.node.expect("a server")).collect();
+    assert!(servers.iter().all(|&n| n < nodes), "{servers:?}");
+    assert!(servers.len() > 1, "round robin spreads them: {servers:?}");
+    let drawn = render_zoom_rgb(&chart).unwrap();
+    let mut unnamed = chart.clone();
+    for lane in &mut unnamed.lanes {
+        for m in &mut lane.marks {
+            m.node = None;
+        }
+    }
+    let plain = render_zoom_rgb(&unnamed).unwrap();
+    assert_ne!(drawn.pixels, plain.pixels, "the server numbers are drawn");
 }
 
 #[test]

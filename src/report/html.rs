@@ -357,6 +357,7 @@ mod tests {
                 offset_ns: if count <= 5 { -1 } else { 0 },
                 allowed: true,
                 count,
+                node: None,
             })
             .collect();
         let lane = ZoomLane {

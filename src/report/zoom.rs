@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::charts::{LanePeak, SlideAnimation, SlideSeries, ZoomChart, ZoomLane, ZoomMark};
 use super::output::OutputError;
-use super::readback::scan_decisions;
+use super::readback::{ReadDecision, scan_decisions};
 use super::views::{human_duration, limit_text};
 use crate::sim::{AlgorithmReport, RunReport, WindowSample};
 use crate::time::Nanos;
@@ -93,7 +93,8 @@ impl LaneBuilder {
     }
 
     /// One decision for the client at `time` (rows arrive in time order).
-    fn decide(&mut self, time: Nanos, cost: u64, allowed: bool, frame: &ZoomFrame) {
+    fn decide(&mut self, d: &ReadDecision, frame: &ZoomFrame) {
+        let (time, cost, allowed) = (d.time, d.cost, d.allowed);
         if self.done(time, frame) {
             return;
         }
@@ -124,6 +125,7 @@ impl LaneBuilder {
             offset_ns: i128::from(time.as_u64()) - i128::from(frame.edge.as_u64()),
             allowed,
             count: self.count,
+            node: d.node,
         };
         let half = Nanos::new(frame.window.as_u64() / 2);
         if time < frame.edge.saturating_sub(half) {
@@ -165,7 +167,7 @@ pub fn read_zoom(
     let mut lanes: Vec<LaneBuilder> = algorithms.iter().map(|a| LaneBuilder::new(a)).collect();
     let wanted: Vec<(&str, &str)> = algorithms.iter().map(|&a| (a, key)).collect();
     scan_decisions(path, &wanted, |i, d| {
-        lanes[i].decide(d.time, d.cost, d.allowed, &frame);
+        lanes[i].decide(&d, &frame);
     })?;
     Ok(lanes.into_iter().map(LaneBuilder::finish).collect())
 }
@@ -235,10 +237,22 @@ pub fn zoom_chart(report: &RunReport, decisions: &Path) -> Result<ZoomChart, Out
             human_duration(edge),
             limit_text(report)
         ),
-        x_desc: format!(
-            "{key}'s requests in order (each its own column), labelled with their time from the {} boundary",
-            human_duration(edge)
-        ),
+        x_desc: if lanes
+            .iter()
+            .flat_map(|l| &l.marks)
+            .any(|m| m.node.is_some())
+        {
+            format!(
+                "{key}'s requests in order, by time from the {} boundary; the number under \
+                 each mark: the server that decided it",
+                human_duration(edge)
+            )
+        } else {
+            format!(
+                "{key}'s requests in order (each its own column), labelled with their time from the {} boundary",
+                human_duration(edge)
+            )
+        },
         limit: report.rule.max_requests,
         counter_legend,
         lanes,
@@ -300,6 +314,17 @@ pub fn slide_animation(report: &RunReport) -> Option<SlideAnimation> {
 mod tests {
     use super::*;
 
+    /// A decision row without a server (no deployment) and without delay.
+    fn row(time: Nanos, cost: u64, allowed: bool) -> ReadDecision {
+        ReadDecision {
+            time,
+            cost,
+            allowed,
+            node: None,
+            delay: Nanos::ZERO,
+        }
+    }
+
     #[test]
     fn the_nearest_boundary_is_exact_at_the_nanosecond() {
         let w = Nanos::from_secs(10);
@@ -322,14 +347,14 @@ mod tests {
             until: Nanos::new(9_999_999_999),
         };
         let mut lane = LaneBuilder::new("fixed_window");
-        lane.decide(Nanos::new(1), 1, true, &frame); // counts, but too early to show
+        lane.decide(&row(Nanos::new(1), 1, true), &frame); // counts, but too early to show
         for i in 0..30 {
-            lane.decide(Nanos::new(9_000_000_000 + i), 1, i % 2 == 0, &frame);
+            lane.decide(&row(Nanos::new(9_000_000_000 + i), 1, i % 2 == 0), &frame);
         }
         for _ in 0..25 {
-            lane.decide(edge, 1, true, &frame);
+            lane.decide(&row(edge, 1, true), &frame);
         }
-        lane.decide(Nanos::from_secs(15), 1, true, &frame); // the next edge's
+        lane.decide(&row(Nanos::from_secs(15), 1, true), &frame); // the next edge's
         let lane = lane.finish();
         let counter = lane.counter.clone().expect("the fixed window's counter");
         // Its own counter: 16 by the edge (the window [0, 10 s)), then 1, 2, … after.
@@ -359,7 +384,7 @@ mod tests {
         };
         let mut lane = LaneBuilder::new("gcra");
         for i in 0..100 {
-            lane.decide(Nanos::new(10_000_000_000 + i), 1, true, &frame);
+            lane.decide(&row(Nanos::new(10_000_000_000 + i), 1, true), &frame);
         }
         let lane = lane.finish();
         assert_eq!(
@@ -373,7 +398,7 @@ mod tests {
         };
         let mut lane = LaneBuilder::new("gcra");
         for i in 0..100 {
-            lane.decide(Nanos::new(10_000_000_000 + i), 1, true, &far);
+            lane.decide(&row(Nanos::new(10_000_000_000 + i), 1, true), &far);
         }
         assert_eq!(lane.finish().marks.len(), ZOOM_AFTER_MAX);
     }

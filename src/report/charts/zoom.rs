@@ -34,6 +34,9 @@ pub struct ZoomMark {
     pub allowed: bool,
     /// The client's admitted count in the trailing window just after this decision.
     pub count: u64,
+    /// Under a `[deployment]`, the server that decided it (drawn as a small number
+    /// under the mark); `None` without one.
+    pub node: Option<u32>,
 }
 
 /// One algorithm's decisions, in order.
@@ -284,9 +287,19 @@ fn draw_marks<DB: DrawingBackend>(
                     + PathElement::new(vec![(-s, s), (s, -s)], style),
             ))?;
         }
+        if let Some(node) = m.node {
+            let server = font(TICK_SIZE - 6)
+                .color(&NODE_GREY)
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            let text = Text::new(node.to_string(), (0, MARK_SIZE + 2), server);
+            chart.draw_series(iter::once(EmptyElement::at(at) + text))?;
+        }
     }
     Ok(())
 }
+
+/// The server numbers under a deployment's marks.
+const NODE_GREY: RGBColor = RGBColor(90, 90, 90);
 
 /// The algorithm's own counter as a step line: each value holds until the next
 /// decision, and it drops to 0 at the boundary, where the fixed window starts a new
@@ -524,6 +537,7 @@ mod tests {
                 offset_ns: if c <= 5 { -1 } else { 0 },
                 allowed: true,
                 count: c,
+                node: None,
             })
             .collect();
         let mut lane = ZoomLane {
