@@ -7,12 +7,11 @@
 //! same algorithms built once per server.
 //!
 //! This is the one place the engine builds algorithms (besides the reference's own
-//! sliding log, `reference`); it never runs them.
+//! sliding log, in `stream`); it never runs them.
 
 use super::deployment::Deployed;
 use super::driver::{Drive, Driver, Job};
-use super::server::Server;
-use super::states::{Local, StateBackend};
+use super::server::{Local, Server, StateBackend};
 use crate::algorithm::{
     Algorithm, FixedWindow, Gcra, LeakyBucket, LogState, SlidingWindowCounter, SlidingWindowLog,
     TokenBucket,
@@ -25,12 +24,12 @@ use crate::time::Nanos;
 
 /// Static dispatch: each built-in runs the engine monomorphised for its concrete type;
 /// any other entry falls back to its type-erased algorithm.
-pub(super) fn driver<'a>(job: Job<'a>) -> Box<dyn Drive + 'a> {
+pub(super) fn driver<'a>(job: Job<'a>, store: &StateBackend) -> Box<dyn Drive + 'a> {
     #[cfg(feature = "redis")]
-    if let StateBackend::Redis(store) = job.store {
+    if let StateBackend::Redis(store) = store {
         let limiter = remote::limiter(store, job.entry, &rules(job.scenario))
             .expect("the run checked every algorithm against the store before it started");
-        let states = super::states::Remote::new(limiter);
+        let states = super::server::Remote::new(limiter);
         let server = Server::new(job.scenario, states, Nanos::ZERO)
             .judged(job.judged())
             .counting_denials(job.entry.counts_denials());

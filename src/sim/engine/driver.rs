@@ -6,18 +6,28 @@
 //! How an attempt is decided is a [`Decide`]: one server (`server::Server`, its states
 //! in memory or in Redis) or a deployment of several (`deployment::Deployed`). The
 //! driver owns the order of one algorithm's events and the story of each attempt,
-//! written once for both; the concepts it calls (retry client, recording, comparison,
-//! progress) keep their own state. It decides nothing itself and writes no files.
+//! written once for both. Besides the driver this file holds the two things it keeps
+//! per run that no decider needs: the retry clients with their [`EventQueue`], and the
+//! progress ticker. It decides nothing itself and writes no files.
+//!
+//! Retry clients: a denied request is queued at `now + retry_after + U[0, jitter]`, up
+//! to `max_retries` times; the queue orders attempts by time, same-instant attempts in
+//! the order they were queued (an insertion counter, as in nexosim's queue), so a run is
+//! deterministic by construction. Open clients have no retry client at all.
 
-use super::attempt::{Answer, Event};
-use super::progress::{Progress, ProgressTicker};
-use super::record::{DecisionLog, Outcome, Recording};
-use super::retry::RetryClient;
-use super::states::StateBackend;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::record::{Answer, DecisionLog, Event, Outcome, Recording};
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{
-    AlgorithmReport, ClientModel, DecisionSink, KeyTable, Metrics, Scenario, SimError,
+    AlgorithmReport, ClientModel, DecisionSink, KeyTable, LatencyHistogram, Metrics, Scenario,
+    SimError,
 };
 use crate::time::Nanos;
 
@@ -98,9 +108,6 @@ pub(super) struct Job<'a> {
     pub(super) entry: &'a Entry,
     pub(super) mode: Mode,
     pub(super) progress: Option<&'a Progress<'a>>,
-    /// Where the keys' states live (read only when a store besides memory is built in).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(super) store: &'a StateBackend,
 }
 
 impl Job<'_> {
@@ -331,5 +338,288 @@ impl Comparison {
     pub(super) fn report(&self, m: &mut Metrics) {
         m.false_allow = Some(self.false_allow);
         m.false_deny = Some(self.false_deny);
+    }
+}
+
+/// Progress units per algorithm.
+pub const PROGRESS_STEPS: u64 = 1_000;
+
+/// The run's progress, shared by its worker threads.
+pub(super) struct Progress<'a> {
+    done: AtomicU64,
+    total: u64,
+    callback: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+impl<'a> Progress<'a> {
+    /// A run of `algorithms` algorithms, reporting to `callback`.
+    pub(super) fn new(
+        algorithms: usize,
+        callback: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    ) -> Progress<'a> {
+        Progress {
+            done: AtomicU64::new(0),
+            total: algorithms as u64 * PROGRESS_STEPS,
+            callback,
+        }
+    }
+
+    fn add(&self, units: u64) {
+        if units == 0 {
+            return;
+        }
+        let done = self.done.fetch_add(units, AtomicOrdering::Relaxed) + units;
+        if let Some(callback) = self.callback {
+            callback(done, self.total);
+        }
+    }
+}
+
+/// One algorithm's share of the progress: [`PROGRESS_STEPS`] units over its simulated
+/// time, reported every 4096 decisions.
+pub(super) struct ProgressTicker<'a> {
+    progress: Option<&'a Progress<'a>>,
+    duration: Nanos,
+    events: u64,
+    reported: u64,
+}
+
+impl<'a> ProgressTicker<'a> {
+    /// `None`: a run that reports nothing (the silent second pass).
+    pub(super) fn new(progress: Option<&'a Progress<'a>>, duration: Nanos) -> Self {
+        ProgressTicker {
+            progress,
+            duration,
+            events: 0,
+            reported: 0,
+        }
+    }
+
+    /// One decision was taken at `now`.
+    #[inline]
+    pub(super) fn tick(&mut self, now: Nanos) {
+        self.events += 1;
+        if self.events.is_multiple_of(4096)
+            && let Some(p) = self.progress
+        {
+            let duration = self.duration.as_u64();
+            let step = (u128::from(now.as_u64()) * u128::from(PROGRESS_STEPS)
+                / u128::from(duration)) as u64;
+            let step = step.min(PROGRESS_STEPS);
+            p.add(step.saturating_sub(self.reported));
+            self.reported = self.reported.max(step);
+        }
+    }
+
+    /// The run is over: reports the units still missing.
+    pub(super) fn finish(&mut self) {
+        if let Some(p) = self.progress {
+            p.add(PROGRESS_STEPS - self.reported);
+            self.reported = PROGRESS_STEPS;
+        }
+    }
+}
+
+/// The retry clients of one algorithm's run.
+pub(super) struct RetryClient {
+    max_retries: u32,
+    jitter: Nanos,
+    jitter_rng: ChaCha8Rng,
+    /// Retries not yet due.
+    queue: EventQueue,
+    /// Retries at or after this instant would not happen in the run: `unfinished`.
+    end: Nanos,
+    succeeded: u64,
+    gave_up: u64,
+    unfinished: u64,
+    wasted: u64,
+    latency: LatencyHistogram,
+}
+
+impl RetryClient {
+    /// The scenario's retry clients; `None` for open clients.
+    pub(super) fn new(sc: &Scenario) -> Option<RetryClient> {
+        let ClientModel::Retry {
+            max_retries,
+            jitter,
+        } = sc.client
+        else {
+            return None;
+        };
+        // Stream 0 of the seed is the jitter's; traffic sources use streams 1, 2, ...
+        let mut jitter_rng = ChaCha8Rng::seed_from_u64(sc.seed);
+        jitter_rng.set_stream(0);
+        Some(RetryClient {
+            max_retries,
+            jitter,
+            jitter_rng,
+            queue: EventQueue::default(),
+            end: sc.duration,
+            succeeded: 0,
+            gave_up: 0,
+            unfinished: 0,
+            wasted: 0,
+            latency: LatencyHistogram::default(),
+        })
+    }
+
+    /// The earliest retry due at or before `time`, if any.
+    #[inline]
+    pub(super) fn pop_due(&mut self, time: Nanos) -> Option<Event> {
+        self.queue.pop_due(time)
+    }
+
+    /// `event` was admitted at its time.
+    #[inline]
+    pub(super) fn admitted(&mut self, event: &Event) {
+        self.succeeded += 1;
+        self.latency.record(event.time - event.first);
+    }
+
+    /// `event` was denied with the advice to wait `retry_after`; `None` when the
+    /// request can never pass (its cost exceeds the capacity): then it is not retried.
+    #[inline]
+    pub(super) fn denied(&mut self, event: &Event, retry_after: Option<Nanos>) {
+        if event.attempt > 0 {
+            self.wasted += 1;
+        }
+        let Some(retry_after) = retry_after else {
+            return;
+        };
+        if event.attempt >= self.max_retries {
+            self.gave_up += 1;
+            return;
+        }
+        let extra = match self.jitter.as_u64() {
+            0 => 0,
+            j => self.jitter_rng.random_range(0..=j),
+        };
+        let at = event.time + retry_after + Nanos::new(extra);
+        if at >= self.end {
+            self.unfinished += 1;
+        } else {
+            self.queue.push(Event {
+                time: at,
+                attempt: event.attempt + 1,
+                ..*event
+            });
+        }
+    }
+
+    /// Writes the clients' counts and latency quantiles into the run's metrics.
+    pub(super) fn report(&self, m: &mut Metrics) {
+        m.succeeded = Some(self.succeeded);
+        m.gave_up = Some(self.gave_up);
+        m.unfinished = Some(self.unfinished);
+        m.wasted_retries = Some(self.wasted);
+        m.latency_p50_ns = self.latency.quantile(0.5);
+        m.latency_p99_ns = self.latency.quantile(0.99);
+        m.latency_max_ns = self.latency.max();
+    }
+}
+
+/// A min-heap on `(time, insertion order)`: same-instant events leave in FIFO order.
+#[derive(Default)]
+pub(super) struct EventQueue {
+    heap: BinaryHeap<Reverse<Queued>>,
+    inserted: u64,
+}
+
+struct Queued {
+    order: u64,
+    event: Event,
+}
+
+impl Queued {
+    fn key(&self) -> (Nanos, u64) {
+        (self.event.time, self.order)
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl EventQueue {
+    pub(super) fn push(&mut self, event: Event) {
+        self.heap.push(Reverse(Queued {
+            order: self.inserted,
+            event,
+        }));
+        self.inserted += 1;
+    }
+
+    /// The earliest event, if it is due at or before `time`.
+    #[inline]
+    pub(super) fn pop_due(&mut self, time: Nanos) -> Option<Event> {
+        if self.heap.peek()?.0.event.time > time {
+            return None;
+        }
+        self.heap.pop().map(|Reverse(q)| q.event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A retry attempt at `time` of the arrival numbered `seq`.
+    fn at(time: u64, seq: u64) -> Event {
+        Event {
+            time: Nanos::new(time),
+            seq,
+            key: 0,
+            cost: 1,
+            attempt: 1,
+            first: Nanos::ZERO,
+        }
+    }
+
+    #[test]
+    fn the_event_queue_is_fifo_among_equal_instants() {
+        let mut q = EventQueue::default();
+        for (t, s) in [(5, 0), (3, 1), (5, 2), (3, 3)] {
+            q.push(at(t, s));
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop_due(Nanos::MAX))
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(order, [1, 3, 0, 2]);
+        assert!(q.pop_due(Nanos::ZERO).is_none());
+    }
+
+    /// Many attempts at one instant, among others, leave in exactly the order queued
+    /// (a heap alone would shuffle them), and nothing leaves before it is due.
+    #[test]
+    fn many_attempts_at_one_instant_leave_in_the_order_they_were_queued() {
+        let mut q = EventQueue::default();
+        for seq in 0..40 {
+            q.push(at(if seq % 3 == 0 { 9 } else { 7 }, seq));
+        }
+        let sevens: Vec<u64> = (0..40).filter(|s| s % 3 != 0).collect();
+        let nines: Vec<u64> = (0..40).filter(|s| s % 3 == 0).collect();
+        assert!(q.pop_due(Nanos::new(6)).is_none());
+        let due_at_seven: Vec<u64> = std::iter::from_fn(|| q.pop_due(Nanos::new(7)))
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(due_at_seven, sevens);
+        assert!(q.pop_due(Nanos::new(8)).is_none());
+        let due_at_nine: Vec<u64> = std::iter::from_fn(|| q.pop_due(Nanos::new(9)))
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(due_at_nine, nines);
     }
 }

@@ -37,47 +37,44 @@
 //!   arrivals only, replayed from the first pass's compact history when the stream is
 //!   a trace (so no line is parsed twice), drawn again from the seed otherwise.
 //!
-//! ## Where each concept lives (each file imports only those below it)
+//! ## Where each concept lives: ten files, read top-down
+//! Each file imports only files listed below it (and this face imports the public
+//! items it re-exports), so the folder reads from the run down to plain data with no
+//! arrow running back up. One open-client arrival goes `run` → `stream` (its chunk and
+//! the reference's decision) → `driver` (the attempt's story) → `server` (the decision
+//! and its probe) → `record` (counters and its row).
 //! - `sweep`: one stream fanned out to many configurations of the limit, each run as
 //!   `run` runs a group.
 //! - `run`: the run top-down: [`RunOptions`], the algorithms dealt into groups, one
 //!   worker thread per group, each group's passes, the reports in order.
-//! - `dispatch`: registry entries to monomorphised drivers (the one place).
-//! - `reference`: the exact reference and where a group gets its decisions.
-//! - `stream`: the stream a chunk at a time, fanned out to several workers, and the
-//!   history a second pass replays.
-//! - `deployment`: a scenario's `[deployment]`: several servers, a balancer and a
-//!   store, in true time (a scenario without one never reaches it).
-//! - `server`: one server: its key states on its own clock, the idle-key janitor and
-//!   the probes that judge each denial's advice.
+//! - `dispatch`: registry entries to monomorphised drivers (the one place), and
+//!   whether a store can run them ([`check_store`]).
+//! - `stream`: what a pass is fed — the stream a chunk at a time, fanned out to several
+//!   workers, the history a second pass replays — and the exact reference's decisions.
+//! - `deployment`: a scenario's `[deployment]`: the balancer, the servers and the store
+//!   they share, in true time (a scenario without one never reaches it).
+//! - `server`: one server: its key states ([`StateBackend`]: the library's
+//!   `DenseLimiter` in memory, or Redis) on its own clock, the idle-key janitor and the
+//!   probes that judge each denial's advice.
 //! - `driver`: one algorithm's run over any decider (a server, a deployment): the
-//!   story of each attempt, written once, and the comparison with the reference.
-//! - `retry`: the retry clients and their event queue.
-//! - `states`: where one algorithm's key states live ([`StateBackend`]: the library's
-//!   `DenseLimiter` in memory, or Redis) and what a run asks of them.
+//!   story of each attempt, written once, the comparison with the reference, the retry
+//!   clients and their event queue, and the progress units.
 //! - `probe`: the earliest passing instant of each denial, and the advice judged.
-//! - `record`: counters, window counts, timeline and decision rows.
-//! - `chart_key`, `progress`, `attempt`: the `--key` hint, progress units, and the
-//!   attempt and answer the others pass each other.
+//! - `record`: the attempt and its answer, counters, window counts, timeline, decision
+//!   rows, and the hint for a `--key` that named no client.
 
-mod attempt;
-mod chart_key;
 mod deployment;
 mod dispatch;
 mod driver;
 mod probe;
-mod progress;
 mod record;
-mod reference;
-mod retry;
 mod run;
 mod server;
-mod states;
 mod stream;
 mod sweep;
 
 pub use dispatch::check_store;
-pub use progress::PROGRESS_STEPS;
+pub use driver::PROGRESS_STEPS;
 pub use run::{RunOptions, run};
-pub use states::StateBackend;
+pub use server::StateBackend;
 pub use sweep::{check_sweepable, sweep};

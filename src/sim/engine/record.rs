@@ -1,17 +1,67 @@
-//! What one algorithm's run records: the decision counters, the trailing-window counts
-//! (and the thinned series of one key's count), the timeline, and the decision rows
-//! sent to the sink.
+//! One request attempt and the answer it got, and what one algorithm's run records of
+//! them: the decision counters, the trailing-window counts (and the thinned series of one
+//! key's count), the timeline, the decision rows sent to the sink, and the words for a
+//! `--key` that named no client of the run.
 //!
-//! Recording only observes decisions already taken; it never decides one.
+//! Plain data and observation: nothing here decides, orders or delays an attempt. It
+//! imports nothing else from the engine, so every other engine file may use it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::attempt::{Answer, Event};
+use crate::registry::edit_distance;
 use crate::sim::metrics::{BucketCursor, SeriesThinner, WindowTracker};
+use crate::sim::traffic::Arrival;
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, Scenario};
 use crate::sim::{RuleMetrics, SimError, Timeline};
 use crate::time::Nanos;
+
+/// One request attempt: a new arrival, or a retry waiting in the driver's `EventQueue`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Event {
+    pub(super) time: Nanos,
+    pub(super) seq: u64,
+    pub(super) key: u32,
+    pub(super) cost: u64,
+    pub(super) attempt: u32,
+    /// When the request first arrived (for latency).
+    pub(super) first: Nanos,
+}
+
+impl Event {
+    /// The first attempt of the stream's arrival number `seq`.
+    #[inline]
+    pub(super) fn arrival(seq: u64, a: Arrival) -> Event {
+        Event {
+            time: a.time,
+            seq,
+            key: a.key,
+            cost: a.cost,
+            attempt: 0,
+            first: a.time,
+        }
+    }
+}
+
+/// The limiter's answer to one request attempt.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Answer {
+    pub(super) allowed: bool,
+    pub(super) remaining: u64,
+    /// The advertised wait, zero when allowed; `None` when the request can never pass
+    /// (its cost exceeds the capacity), as the algorithm's `retry_after` says it and as
+    /// `decisions.csv` writes it. A request that fits may still be told `Nanos::MAX`:
+    /// a real wait, past the end of the clock's range (a window of centuries).
+    pub(super) retry_after: Option<Nanos>,
+    /// How long a shaper held an admitted request back (`Outcome::Delayed`); zero for
+    /// an immediate admission and for a denial.
+    pub(super) delay: Nanos,
+    /// A denial: which of the scenario's rules denied it (0 = the first `[[limit]]`;
+    /// always 0 with one rule). `None` when admitted.
+    pub(super) denied_by: Option<u32>,
+    /// Under a `[deployment]`, the server that decided it; `None` otherwise.
+    pub(super) node: Option<u32>,
+}
 
 /// The counters, window counts and timeline of one algorithm's run.
 pub(super) struct Recording {
@@ -201,7 +251,7 @@ impl Recording {
         self.pass_delayed(sc.duration, false);
         let wanted = sc.chart_key.as_deref().map(|k| {
             keys.id(k)
-                .ok_or_else(|| (k.to_string(), super::chart_key::unknown_key_hint(k, keys)))
+                .ok_or_else(|| (k.to_string(), unknown_key_hint(k, keys)))
         });
         let Recording {
             mut m,
@@ -373,4 +423,70 @@ fn denied_by<'r>(rules: &'r [String], answer: &Answer) -> Option<&'r str> {
     let only = (rules.len() == 1).then_some(0);
     let i = answer.denied_by.or(only)?;
     rules.get(i as usize).map(String::as_str)
+}
+
+/// What to say when `--key` names no client of the run: up to three close names, or
+/// else examples of the names there are.
+pub(super) fn unknown_key_hint(key: &str, keys: &KeyTable) -> String {
+    let mut close: Vec<(usize, &str)> = keys
+        .names()
+        .map(|name| (edit_distance(key, name), name))
+        .filter(|&(d, name)| d <= (key.chars().count().max(name.chars().count()) / 3).max(2))
+        .collect();
+    close.sort();
+    let list = |names: Vec<&str>| {
+        names
+            .into_iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if close.is_empty() {
+        let examples: Vec<&str> = keys.names().take(3).collect();
+        if examples.is_empty() {
+            return "no client sent anything".to_string();
+        }
+        format!("clients are named like {}", list(examples))
+    } else {
+        format!(
+            "did you mean {}?",
+            list(close.into_iter().take(3).map(|c| c.1).collect())
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_key_is_answered_with_the_closest_names() {
+        let mut keys = KeyTable::default();
+        for name in ["client-0", "client-1", "client-12", "admin"] {
+            keys.intern(name);
+        }
+        assert_eq!(
+            unknown_key_hint("client-2", &keys),
+            "did you mean `client-0`, `client-1`, `client-12`?"
+        );
+        assert_eq!(
+            unknown_key_hint("zzzzzzzzzz", &keys),
+            "clients are named like `client-0`, `client-1`, `client-12`"
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        // Long names may be a third of their length apart: three edits on fourteen
+        // characters is still close, five is not.
+        let mut keys = KeyTable::default();
+        keys.intern("api-gateway-eu");
+        assert_eq!(edit_distance("api-gatewy-us", "api-gateway-eu"), 3);
+        assert_eq!(
+            unknown_key_hint("api-gatewy-us", &keys),
+            "did you mean `api-gateway-eu`?"
+        );
+        assert_eq!(edit_distance("apigatewayxxxx", "api-gateway-eu"), 5);
+        assert_eq!(
+            unknown_key_hint("apigatewayxxxx", &keys),
+            "clients are named like `api-gateway-eu`"
+        );
+    }
 }

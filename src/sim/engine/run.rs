@@ -17,12 +17,10 @@ use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
 use super::dispatch::{self, driver};
-use super::driver::{Drive, Job, Mode};
-use super::progress::Progress;
+use super::driver::{Drive, Job, Mode, Progress};
 use super::record::Outcome;
-use super::reference::{ReferenceFeed, Share};
-use super::states::{MEMORY, StateBackend};
-use super::stream::{self, CHUNK, History, Received, Stopped, next_chunk};
+use super::server::{MEMORY, StateBackend};
+use super::stream::{self, CHUNK, History, Received, ReferenceFeed, Share, Stopped, next_chunk};
 use crate::registry::{Builtin, Entry, Registry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{
@@ -284,9 +282,8 @@ pub(super) fn run_group<'a>(
             entry: a.entry,
             mode: Mode::Report(a.sink),
             progress: Some(progress),
-            store,
         };
-        drivers.push(driver(job));
+        drivers.push(driver(job, store));
         owners.push((a.index, a.entry));
     }
     let Ok((first, keys, history)) = run_pass(scenario, drivers, share, source) else {
@@ -363,9 +360,8 @@ fn second_pass<'a>(
         entry,
         mode: Mode::Redraw(worst),
         progress: None,
-        store,
     };
-    Some(driver(job))
+    Some(driver(job, store))
 }
 
 /// A pass's outcomes, one per driver, the stream's keys (`None` if the stream failed

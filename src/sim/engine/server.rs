@@ -1,21 +1,32 @@
-//! One server's limiter: its key states (in memory or in Redis), on its own clock, with
-//! the idle-key janitor that sweeps them and the probes that judge each denial's
-//! advice. A run on one server decides every attempt here; a deployment has one per
-//! node (and one for a central store), each asked by `deployment` at its own clock's
-//! instants.
+//! One server's limiter: where one algorithm's key states live ([`StateBackend`]: the
+//! library's `DenseLimiter` in memory, or Redis), on the server's own clock, with the
+//! idle-key janitor that sweeps them and the probes that judge each denial's advice. A
+//! run on one server decides every attempt here; a deployment has one per node (and one
+//! for a central store), each asked by `deployment` at its own clock's instants.
 //!
 //! It holds state and answers; which instant it is asked at, and when, is the caller's
-//! to decide. The algorithm decides each request, never this file.
+//! to decide. The algorithm decides each request (in Rust, or its Lua twin in Redis),
+//! never this file.
 //!
 //! The idle-key janitor sweeps every `max(W, duration / 1000)` of simulated time: it
 //! evicts idle keys, as a real deployment would, and samples `peak_keys` and the
 //! per-key state size. Eviction forgets only states indistinguishable from fresh ones,
 //! so it never changes a decision; it only keeps memory bounded and measures it.
+//!
+//! The states themselves ([`KeyStates`]): `Local` is the library's own `DenseLimiter`
+//! at the run's fake instants, in this process; `Remote` (feature `redis`) is a
+//! `RedisLimiter` deciding at the fake clock's instants with every state in Redis. The
+//! same stream gives the same decisions on both, which is how the simulator proves the
+//! Redis scripts right.
 
-use super::attempt::{Answer, Event};
+use std::convert::Infallible;
+
 use super::driver::{Decide, Decided};
-use super::probe::{Probes, judge};
-use super::states::KeyStates;
+use super::probe::{Probes, earliest_pass, judge};
+use super::record::{Answer, Event};
+use crate::algorithm::Algorithm;
+use crate::dense::DenseLimiter;
+use crate::limiter::InsufficientCapacity;
 use crate::sim::{AlgorithmReport, KeyTable, Metrics, Scenario, SimError};
 use crate::time::Nanos;
 
@@ -259,5 +270,379 @@ impl Janitor {
     pub(super) fn report(&self, m: &mut Metrics) {
         m.peak_keys = self.peak_keys;
         m.state_bytes_per_key = self.state_bytes;
+    }
+}
+
+/// Where a run keeps its algorithms' key states. The decisions, and so every report,
+/// are the same on every store; only what the run measures of memory differs.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum StateBackend {
+    /// In this process: the library's own [`DenseLimiter`](crate::DenseLimiter), one per
+    /// algorithm, at the fake clock's instants.
+    #[default]
+    Memory,
+    /// In Redis (feature `redis`): every decision, probe and idle-key eviction is a
+    /// call of the Redis store's script at the fake clock's instant, under the store's
+    /// prefix, which should be the run's own. The built-in algorithms and their
+    /// composites only; no `[deployment]` (it simulates its own store).
+    #[cfg(feature = "redis")]
+    Redis(crate::redis::RedisStore),
+}
+
+/// The default store, for [`RunOptions::default`].
+pub(super) static MEMORY: StateBackend = StateBackend::Memory;
+
+/// One algorithm's keys and their states, as a run sees them.
+pub(super) trait KeyStates {
+    /// Why the states could not answer: never, in memory.
+    type Error: Into<SimError>;
+
+    /// Decides `event` at the instant `at` (checks and consumes).
+    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Self::Error>;
+
+    /// How long a shaper held back the request the last [`ask`](KeyStates::ask)
+    /// admitted (zero for every policer, and for states that do not say).
+    fn delay(&self) -> Nanos {
+        Nanos::ZERO
+    }
+
+    /// The earliest instant after `now` at which the request of `cost` just denied for
+    /// `key` (advertised wait `hint`) would pass, nothing else happening; `None` if it
+    /// never does. Only asks: no state changes.
+    fn earliest(
+        &mut self,
+        key: u32,
+        cost: u64,
+        now: Nanos,
+        hint: Nanos,
+    ) -> Result<Option<Nanos>, Self::Error>;
+
+    /// A hint that `key` will be asked about soon (see [`DenseLimiter::prefetch`]).
+    fn prefetch(&self, _key: u32) {}
+
+    /// How many keys hold a state.
+    fn len(&self) -> usize;
+
+    /// Forgets the states that are idle at `at` (indistinguishable from fresh ones).
+    fn evict_idle(&mut self, at: Nanos) -> Result<(), Self::Error>;
+
+    /// The bytes a fresh state takes in this process; `None` when states live
+    /// elsewhere and are not measured.
+    fn fresh_bytes(&self) -> Option<u64>;
+
+    /// Whether states change size as they are used (the log's entries), so each
+    /// key's must be measured with [`key_bytes`](KeyStates::key_bytes).
+    fn key_bytes_vary(&self) -> bool;
+
+    /// The bytes `key`'s state takes now (heap included), when states grow and are
+    /// measured; `None` otherwise or when the key holds no state.
+    fn key_bytes(&self, key: u32) -> Option<u64>;
+}
+
+/// The states in this process: the library's own [`DenseLimiter`], the clients' states
+/// in a `Vec` indexed by their number, decided at the run's instants.
+pub(super) struct Local<A: Algorithm> {
+    /// The instant the states are asked at (the run's fake clock).
+    pub(super) now: Nanos,
+    pub(super) limiter: DenseLimiter<A>,
+    /// Measures the heap a state owns, for algorithms whose states grow.
+    heap_bytes: Option<fn(&A::State) -> usize>,
+    /// The delay of the last answer (`Algorithm::acquire`'s `Outcome::Delayed`).
+    delay: Nanos,
+}
+
+impl<A: Algorithm> Local<A> {
+    pub(super) fn new(algorithm: A, heap_bytes: Option<fn(&A::State) -> usize>) -> Self {
+        Local {
+            now: Nanos::ZERO,
+            limiter: DenseLimiter::new(algorithm),
+            heap_bytes,
+            delay: Nanos::ZERO,
+        }
+    }
+
+    /// Asks the limiter about `event` at `self.now`. A cost above the capacity is
+    /// refused before the key is looked up (so it creates no key), and its `remaining`
+    /// is then read without consuming.
+    #[inline]
+    fn answer(&mut self, event: &Event) -> Answer {
+        let cost = event.cost;
+        let decided = crate::limiter::fits(self.limiter.algorithm(), cost).map(|()| {
+            self.limiter.with_state(event.key, self.now, |a, s, now| {
+                let outcome = a.acquire(s, now, cost);
+                let d = crate::limiter::decision(a, s, now, cost, outcome.admitted());
+                // A denial consumed nothing: the state still shows which rule bound.
+                let by = (!d.allowed).then(|| a.binding_rule(s, now, cost)).flatten();
+                (d, outcome.delay(), by)
+            })
+        });
+        match decided {
+            Ok((d, delay, by)) => {
+                self.delay = delay;
+                Answer {
+                    allowed: d.allowed,
+                    remaining: d.remaining,
+                    retry_after: Some(d.retry_after),
+                    delay,
+                    denied_by: by.map(rule_index),
+                    node: None,
+                }
+            }
+            Err(InsufficientCapacity { .. }) => Answer {
+                allowed: false,
+                remaining: self.limiter.peek(event.key, self.now).remaining,
+                retry_after: None,
+                delay: Nanos::ZERO,
+                denied_by: self.never_fits_rule(event),
+                node: None,
+            },
+        }
+    }
+
+    /// The rule a request too costly for any state is denied by (the one of smallest
+    /// capacity, for several rules), read without creating the key.
+    fn never_fits_rule(&self, event: &Event) -> Option<u32> {
+        let a = self.limiter.algorithm();
+        let by = match self.limiter.state(event.key) {
+            Some(s) => a.binding_rule(s, self.now, event.cost),
+            None => a.binding_rule(&a.new_state(self.now), self.now, event.cost),
+        };
+        by.map(rule_index)
+    }
+}
+
+/// A rule's index as an answer carries it (a scenario has far fewer than 2³² rules).
+fn rule_index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+impl<A: Algorithm> KeyStates for Local<A> {
+    type Error = Infallible;
+
+    #[inline]
+    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Infallible> {
+        self.now = at;
+        Ok(self.answer(event))
+    }
+
+    #[inline]
+    fn delay(&self) -> Nanos {
+        self.delay
+    }
+
+    #[inline]
+    fn earliest(
+        &mut self,
+        key: u32,
+        cost: u64,
+        now: Nanos,
+        hint: Nanos,
+    ) -> Result<Option<Nanos>, Infallible> {
+        Ok(self.limiter.with_state(key, now, |algo, state, now| {
+            earliest_pass(algo, state, now, hint, cost)
+        }))
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u32) {
+        self.limiter.prefetch(key);
+    }
+
+    fn len(&self) -> usize {
+        self.limiter.len()
+    }
+
+    fn evict_idle(&mut self, at: Nanos) -> Result<(), Infallible> {
+        self.now = at;
+        self.limiter.evict_idle(at);
+        Ok(())
+    }
+
+    fn fresh_bytes(&self) -> Option<u64> {
+        Some(std::mem::size_of::<A::State>() as u64)
+    }
+
+    fn key_bytes_vary(&self) -> bool {
+        self.heap_bytes.is_some()
+    }
+
+    fn key_bytes(&self, key: u32) -> Option<u64> {
+        let heap_bytes = self.heap_bytes?;
+        let heap = heap_bytes(self.limiter.state(key)?);
+        Some((std::mem::size_of::<A::State>() + heap) as u64)
+    }
+}
+
+#[cfg(feature = "redis")]
+pub(super) use remote::Remote;
+
+#[cfg(feature = "redis")]
+mod remote {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::super::probe::earliest_pass_by;
+    use super::super::record::{Answer, Event};
+    use super::{KeyStates, SimError};
+    use crate::redis::{Now, RedisError, RedisLimiter};
+    use crate::sim::StoreFailure;
+    use crate::time::Nanos;
+
+    /// Tells apart the runs sharing one store prefix (an algorithm's first pass and
+    /// its silent second one start from fresh states, so they need their own keys).
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+
+    /// The states in Redis: every decision, probe and eviction is a script call at the
+    /// fake clock's instant.
+    pub(in crate::sim::engine) struct Remote {
+        limiter: RedisLimiter,
+        /// This run's part of every client key, `"{run}:{key}"`.
+        run: u64,
+        /// By key id: the instant from which the key's state in Redis is idle, by its
+        /// last decision's `reset_after` (`None`: no state there).
+        idle_at: Vec<Option<Nanos>>,
+        /// The keys that hold a state in Redis.
+        live_keys: Vec<u32>,
+    }
+
+    impl Remote {
+        pub(in crate::sim::engine) fn new(limiter: RedisLimiter) -> Remote {
+            Remote {
+                limiter,
+                run: RUNS.fetch_add(1, Ordering::Relaxed),
+                idle_at: Vec::new(),
+                live_keys: Vec::new(),
+            }
+        }
+
+        fn name(&self, key: u32) -> String {
+            format!("{}:{key}", self.run)
+        }
+
+        /// `key` was decided at `at`: its state is idle from `at + reset_after` on (the
+        /// time until it is back to its full quota, which is when it equals a fresh one).
+        fn decided(&mut self, key: u32, at: Nanos, reset_after: Nanos) {
+            let i = key as usize;
+            if i >= self.idle_at.len() {
+                self.idle_at.resize(i + 1, None);
+            }
+            if self.idle_at[i].is_none() {
+                self.live_keys.push(key);
+            }
+            self.idle_at[i] = Some(at.saturating_add(reset_after));
+        }
+    }
+
+    /// A store failure stops the run: a decision the store did not make is not one the
+    /// report may count.
+    fn failed(error: RedisError) -> SimError {
+        SimError::Store(match error {
+            RedisError::Unavailable { error, .. } => StoreFailure::Unavailable(error),
+            RedisError::InsufficientCapacity(e) => StoreFailure::InsufficientCapacity(e),
+        })
+    }
+
+    impl KeyStates for Remote {
+        type Error = SimError;
+
+        fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, SimError> {
+            let name = self.name(event.key);
+            if event.cost > self.limiter.capacity() {
+                // Refused before anything is sent, as in memory: no key is created,
+                // and `remaining` is read without consuming.
+                let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
+                return Ok(Answer {
+                    allowed: false,
+                    remaining: peeked.remaining,
+                    retry_after: None,
+                    delay: Nanos::ZERO,
+                    denied_by: None,
+                    node: None,
+                });
+            }
+            // The composite form also says which rule denied (one round trip either way).
+            let all = self
+                .limiter
+                .try_acquire_all(&name, event.cost, Now::Caller(at))
+                .map_err(failed)?;
+            let d = all.decision;
+            self.decided(event.key, at, d.reset_after);
+            Ok(Answer {
+                allowed: d.allowed,
+                remaining: d.remaining,
+                retry_after: Some(d.retry_after),
+                delay: Nanos::ZERO,
+                denied_by: all.denied_by.map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
+                node: None,
+            })
+        }
+
+        fn earliest(
+            &mut self,
+            key: u32,
+            cost: u64,
+            now: Nanos,
+            hint: Nanos,
+        ) -> Result<Option<Nanos>, SimError> {
+            let name = self.name(key);
+            let mut error = None;
+            let passes = |t: u64| match self.limiter.peek_n(&name, cost, Nanos::new(t)) {
+                Ok(d) => d.allowed,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    // Stop the search where it stands; the error is returned below.
+                    true
+                }
+            };
+            let found = earliest_pass_by(passes, now, hint);
+            match error {
+                Some(e) => Err(failed(e)),
+                None => Ok(found),
+            }
+        }
+
+        fn len(&self) -> usize {
+            self.live_keys.len()
+        }
+
+        /// Only the keys whose last decision says they are idle by `at` are sent; the
+        /// script deletes each after checking it is (indistinguishable from fresh), and
+        /// a key it finds otherwise stops the run: Redis and the decisions disagree.
+        fn evict_idle(&mut self, at: Nanos) -> Result<(), SimError> {
+            let idle_at = &self.idle_at;
+            let (idle, busy): (Vec<u32>, Vec<u32>) = self
+                .live_keys
+                .iter()
+                .partition(|&&k| idle_at[k as usize].is_some_and(|i| i <= at));
+            if idle.is_empty() {
+                return Ok(());
+            }
+            let names: Vec<String> = idle.iter().map(|&k| self.name(k)).collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let evicted = self.limiter.evict_idle(&refs, at).map_err(failed)?;
+            if let Some(i) = evicted.iter().position(|gone| !gone) {
+                return Err(SimError::Store(StoreFailure::NotIdle {
+                    key: names[i].clone(),
+                    at,
+                }));
+            }
+            for key in idle {
+                self.idle_at[key as usize] = None;
+            }
+            self.live_keys = busy;
+            Ok(())
+        }
+
+        fn fresh_bytes(&self) -> Option<u64> {
+            None
+        }
+
+        fn key_bytes_vary(&self) -> bool {
+            false
+        }
+
+        fn key_bytes(&self, _key: u32) -> Option<u64> {
+            None
+        }
     }
 }

@@ -16,12 +16,10 @@
 use std::sync::mpsc::sync_channel;
 
 use super::dispatch::driver;
-use super::driver::{Drive, Job, Mode};
-use super::progress::Progress;
-use super::reference::{ReferenceFeed, Share};
+use super::driver::{Drive, Job, Mode, Progress};
 use super::run::{RunOptions, feed_chunk, report_of};
-use super::states::StateBackend;
-use super::stream::{self, CHUNK, Received};
+use super::server::StateBackend;
+use super::stream::{self, CHUNK, Received, ReferenceFeed, Share};
 use crate::registry::Entry;
 use crate::rule::Rule;
 use crate::sim::{AlgorithmReport, RunReport, Scenario, SimError, StoreUnsupported};
@@ -169,13 +167,13 @@ fn work<'a>(
                 .algorithms
                 .iter()
                 .map(|&a| {
-                    driver(Job {
+                    let job = Job {
                         scenario,
                         entry: entries[a],
                         mode: Mode::Sweep,
                         progress: Some(progress),
-                        store: &StateBackend::Memory,
-                    })
+                    };
+                    driver(job, &StateBackend::Memory)
                 })
                 .collect();
             let feed = ReferenceFeed::new(scenario, &drivers, Share::Alone, CHUNK);
