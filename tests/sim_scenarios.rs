@@ -1192,7 +1192,7 @@ fn a_preset_nginx_table_sets_limit_req_parameters_for_the_run() {
         delay: 0,
     };
     assert_eq!(s.nginx, Some(params));
-    let registry = s.registry(Registry::standard());
+    let registry = s.registry(Registry::standard()).unwrap();
     let nginx = registry.create("nginx", s.rule).unwrap();
     assert_eq!(nginx.capacity(), 4, "burst 3 + the free first request");
     let plain = Registry::standard().create("nginx", s.rule).unwrap();

@@ -15,6 +15,10 @@
 //! scenario that names `envoy` with another window is refused ([`unit_of`]). Run through
 //! the library directly, other windows still run as the same epoch-aligned window of W.
 //!
+//! The epoch is the wall clock's: [`EnvoyRateLimit::at`] takes where the simulation's
+//! t = 0 lies on it ([`EpochOffset`]), so on a trace of absolute times the windows fall
+//! on whole units of Unix time, not on the trace's first request.
+//!
 //! The near-limit ratio (80 %) decides nothing: it only sorts allowed hits into the
 //! `near_limit` statistic, which no client sees.
 
@@ -22,6 +26,7 @@ use crate::algorithm::Algorithm;
 use crate::rule::Rule;
 use crate::time::Nanos;
 
+use super::EpochOffset;
 use super::governor::wait_from;
 
 /// The service's units, as `(name, seconds)`: `UnitToDivider` in its `src/utils`.
@@ -60,12 +65,14 @@ pub(crate) fn refusal(window: Nanos) -> Option<String> {
 #[derive(Debug, Clone)]
 pub struct EnvoyRateLimit {
     rule: Rule,
+    /// How far t = 0 lies past a window's start on the wall clock (`< W`).
+    phase: u64,
 }
 
 /// Per-key state of [`EnvoyRateLimit`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvoyState {
-    /// The window `⌊t / W⌋` that `count` belongs to.
+    /// The window `⌊(t + phase) / W⌋` that `count` belongs to.
     window: u64,
     /// Hits added in that window, refused ones included.
     count: u64,
@@ -74,13 +81,25 @@ pub struct EnvoyState {
 }
 
 impl EnvoyRateLimit {
-    /// The service's limit for `rule`: `requests_per_unit = N`, unit `W`.
+    /// The service's limit for `rule`: `requests_per_unit = N`, unit `W`, with t = 0 on
+    /// the epoch's grid (a whole unit of Unix time).
     pub fn new(rule: Rule) -> EnvoyRateLimit {
-        EnvoyRateLimit { rule }
+        EnvoyRateLimit::at(rule, EpochOffset::ZERO)
     }
 
+    /// [`EnvoyRateLimit::new`] for a run whose t = 0 is the wall-clock instant
+    /// `origin`: windows start where `now / unit · unit` does in Unix time.
+    pub fn at(rule: Rule, origin: EpochOffset) -> EnvoyRateLimit {
+        let phase = origin.phase(rule.window().as_u64());
+        EnvoyRateLimit { rule, phase }
+    }
+
+    /// The window of instant `t`, counted from the one t = 0 lies in. Fits a u64:
+    /// `phase < W`, so the quotient is at most `u64::MAX` for any W ≥ 2 (and phase is
+    /// 0 for W = 1).
     fn index(&self, t: Nanos) -> u64 {
-        t.as_u64() / self.rule.window().as_u64()
+        let shifted = u128::from(t.as_u64()) + u128::from(self.phase);
+        u64::try_from(shifted / u128::from(self.rule.window().as_u64())).unwrap_or(u64::MAX)
     }
 
     /// The count at `now` (0 in a later window than the state's).
@@ -92,9 +111,11 @@ impl EnvoyRateLimit {
         }
     }
 
-    /// The start of the window after the state's.
+    /// The start of the window after the state's, in simulation time (past t = 0:
+    /// every window but the first starts after it).
     fn next_window(&self, state: &EnvoyState) -> u128 {
         (u128::from(state.window) + 1) * u128::from(self.rule.window().as_u64())
+            - u128::from(self.phase)
     }
 }
 

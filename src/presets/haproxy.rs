@@ -5,9 +5,12 @@
 //! `update_freq_ctr_period`; `src/freq_ctr.c`, `freq_ctr_total`) and the stick-table
 //! actions (`src/http_act.c`, `http_action_track_sc`; `src/stick_table.c`,
 //! `smp_fetch_sc_http_req_rate`), read, not copied:
-//! - **Millisecond ticks.** HAProxy's clock is `now_ms`, whole milliseconds of the wall
-//!   clock; an instant `t` here is millisecond `floor(t / 1 ms)`, and the simulation's
-//!   origin plays an *even* millisecond of HAProxy's clock (see the next point).
+//! - **Millisecond ticks.** HAProxy 2.6's clock is `now_ms`, whole milliseconds of the
+//!   wall clock (`clock_init_process_date` starts it at the date's milliseconds, with
+//!   no offset); an instant `t` here is millisecond `floor((t + phase) / 1 ms)`, where
+//!   `phase` is where t = 0 lies in a pair of wall-clock milliseconds
+//!   ([`Haproxy::at`]): that keeps both the millisecond grid and the parity of each
+//!   millisecond (see the next point). [`Haproxy::new`] puts t = 0 on an even one.
 //! - **A counter per period, not a sliding window.** Per key the table keeps `curr`
 //!   (hits in the current period), `prev` (hits in the previous one) and `tick`, the
 //!   period's start. A hit at millisecond `now` with `now − tick ≥ period` rotates:
@@ -35,6 +38,7 @@ use crate::algorithm::Algorithm;
 use crate::rule::Rule;
 use crate::time::Nanos;
 
+use super::EpochOffset;
 use super::governor::wait_from;
 
 const NS_PER_MS: u64 = 1_000_000;
@@ -48,6 +52,8 @@ pub struct Haproxy {
     rule: Rule,
     /// The period in milliseconds (at least 1).
     period: u64,
+    /// Where t = 0 lies past an even wall-clock millisecond, in ns (`< 2 ms`).
+    phase: u64,
 }
 
 /// One key's stick-table entry: its `http_req_rate` frequency counter.
@@ -76,9 +82,28 @@ struct Counter {
 impl Haproxy {
     /// The stick table and deny rule for `rule`: `http_req_rate(W)` rounded up to whole
     /// milliseconds, `gt N` with `N = max_requests`.
+    /// t = 0 is an even millisecond of HAProxy's clock.
     pub fn new(rule: Rule) -> Haproxy {
+        Haproxy::at(rule, EpochOffset::ZERO)
+    }
+
+    /// [`Haproxy::new`] for a run whose t = 0 is the wall-clock instant `origin`:
+    /// HAProxy's milliseconds are the wall clock's, and so is their parity, which
+    /// decides where a period starts (ticks are made even).
+    pub fn at(rule: Rule, origin: EpochOffset) -> Haproxy {
         let period = rule.window().as_u64().div_ceil(NS_PER_MS).max(1);
-        Haproxy { rule, period }
+        let phase = origin.phase(2 * NS_PER_MS);
+        Haproxy {
+            rule,
+            period,
+            phase,
+        }
+    }
+
+    /// HAProxy's millisecond at instant `now`, counted from the even millisecond at or
+    /// before t = 0 (never wraps: at most `u64::MAX / 10⁶ + 2`).
+    fn ms_of(&self, now: Nanos) -> u64 {
+        (now.as_u64() / NS_PER_MS) + (now.as_u64() % NS_PER_MS + self.phase) / NS_PER_MS
     }
 
     /// The period HAProxy is given, in milliseconds.
@@ -115,7 +140,7 @@ impl Haproxy {
             return 0;
         }
         let period = i128::from(self.period);
-        let mut remain = i128::from(s.tick) + period - i128::from(ms_of(now.max(s.last)));
+        let mut remain = i128::from(s.tick) + period - i128::from(self.ms_of(now.max(s.last)));
         let (mut curr, mut prev) = (i128::from(s.curr), i128::from(s.prev));
         if remain < 0 {
             remain += period;
@@ -187,12 +212,9 @@ impl Haproxy {
 
     /// The wait from `now` until millisecond `ms` begins (zero if it has).
     fn wait_until_ms(&self, s: &HaproxyState, now: Nanos, ms: u64) -> Nanos {
-        wait_from(u128::from(ms) * u128::from(NS_PER_MS), now, s.last)
+        let at = (u128::from(ms) * u128::from(NS_PER_MS)).saturating_sub(u128::from(self.phase));
+        wait_from(at, now, s.last)
     }
-}
-
-fn ms_of(now: Nanos) -> u64 {
-    now.as_u64() / NS_PER_MS
 }
 
 impl Algorithm for Haproxy {
@@ -226,7 +248,7 @@ impl Algorithm for Haproxy {
         if cost == 0 {
             return true;
         }
-        let ms = ms_of(now);
+        let ms = self.ms_of(now);
         let base = self.base(s, ms);
         let c = self.rotated(s, ms);
         *s = HaproxyState {
@@ -242,12 +264,12 @@ impl Algorithm for Haproxy {
 
     fn would_pass(&self, s: &HaproxyState, now: Nanos, cost: u64) -> bool {
         cost == 0
-            || self.base(s, ms_of(now.max(s.last))) + u128::from(cost)
+            || self.base(s, self.ms_of(now.max(s.last))) + u128::from(cost)
                 <= u128::from(self.rule.max_requests())
     }
 
     fn remaining(&self, s: &HaproxyState, now: Nanos) -> u64 {
-        let base = self.base(s, ms_of(now.max(s.last)));
+        let base = self.base(s, self.ms_of(now.max(s.last)));
         let left = u128::from(self.rule.max_requests()).saturating_sub(base);
         u64::try_from(left).unwrap_or(u64::MAX)
     }
@@ -257,19 +279,19 @@ impl Algorithm for Haproxy {
             return Some(Nanos::ZERO);
         }
         let limit = u128::from(self.rule.max_requests()).checked_sub(u128::from(cost))?;
-        let from = ms_of(now.max(s.last));
+        let from = self.ms_of(now.max(s.last));
         Some(self.wait_until_ms(s, now, self.first_ms_with(s, from, limit)))
     }
 
     fn reset_after(&self, s: &HaproxyState, now: Nanos) -> Nanos {
-        let from = ms_of(now.max(s.last));
+        let from = self.ms_of(now.max(s.last));
         self.wait_until_ms(s, now, self.first_ms_with(s, from, 0))
     }
 
     /// Only when the next hit would start afresh: two periods after the last rotation
     /// (a rate read as 0 can still hide a period that ends elsewhere than a new one's).
     fn is_idle(&self, s: &HaproxyState, now: Nanos) -> bool {
-        !s.seen || ms_of(now.max(s.last)).saturating_sub(s.tick) >= 2 * self.period
+        !s.seen || self.ms_of(now.max(s.last)).saturating_sub(s.tick) >= 2 * self.period
     }
 }
 

@@ -9,10 +9,12 @@
 //!   the `(N − c + 1)`-th newest unit was taken at or after `t − W`, so it counts the
 //!   closed interval `[t − W, t]` where the textbook log counts `(t − W, t]`.
 //! - `limits_sliding_window_counter`: counters per epoch-aligned window
-//!   (`⌊t / W⌋`); the estimate is `prev · (W − t mod W) / W + cur`, and a hit passes when
-//!   `⌊estimate⌋ + c ≤ N`. Before the first window ends (`0 < t < W`) Python's `int()`
-//!   truncates `(t − W) / W` to 0, so the "previous" window is the current one and its
-//!   count is added twice.
+//!   (`⌊t / W⌋`, `t` on the wall clock: `time.time()`); the estimate is
+//!   `prev · (W − t mod W) / W + cur`, and a hit passes when `⌊estimate⌋ + c ≤ N`. Before
+//!   the epoch's first window ends (`0 < t < W`) Python's `int()` truncates
+//!   `(t − W) / W` to 0, so the "previous" window is the current one and its count is
+//!   added twice. [`LimitsSlidingWindowCounter::at`] says where the simulation's t = 0
+//!   lies on the wall clock; [`LimitsSlidingWindowCounter::new`] puts it at the epoch.
 //!
 //! A cost above `N` never passes in any of them. `limits` keeps time as a float of
 //! seconds; these keep integer nanoseconds, so they agree with it wherever its floats
@@ -24,6 +26,7 @@ use crate::algorithm::Algorithm;
 use crate::rule::Rule;
 use crate::time::Nanos;
 
+use super::EpochOffset;
 use super::governor::wait_from;
 
 fn ns(t: Nanos) -> u128 {
@@ -254,12 +257,17 @@ impl Algorithm for LimitsMovingWindow {
 #[derive(Debug, Clone)]
 pub struct LimitsSlidingWindowCounter {
     rule: Rule,
+    /// How far t = 0 lies past a window's start on the wall clock (`< W`).
+    phase: u64,
+    /// Whether t = 0 lies in the epoch's very first window `[0, W)`, where Python's
+    /// `int()` counts the current window twice.
+    first: bool,
 }
 
 /// Per-key state of [`LimitsSlidingWindowCounter`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitsCounterState {
-    /// The index `⌊t / W⌋` of the window `count` belongs to.
+    /// The index `⌊(t + phase) / W⌋` of the window `count` belongs to.
     window: u64,
     /// Admitted cost in that window.
     count: u64,
@@ -270,14 +278,38 @@ pub struct LimitsCounterState {
 }
 
 impl LimitsSlidingWindowCounter {
-    /// The strategy for `rule`: `N` per `W`.
+    /// The strategy for `rule`: `N` per `W`, with t = 0 at the epoch (`time.time()` = 0).
     pub fn new(rule: Rule) -> LimitsSlidingWindowCounter {
-        LimitsSlidingWindowCounter { rule }
+        LimitsSlidingWindowCounter::at(rule, EpochOffset::ZERO)
+    }
+
+    /// [`LimitsSlidingWindowCounter::new`] for a run whose t = 0 is the wall-clock
+    /// instant `origin`: the windows are `time.time()`'s, whole multiples of W since
+    /// the epoch. (Before 1970 the windows are floored, where Python's `int()` would
+    /// truncate towards zero: not modelled.)
+    pub fn at(rule: Rule, origin: EpochOffset) -> LimitsSlidingWindowCounter {
+        let w = rule.window().as_u64();
+        LimitsSlidingWindowCounter {
+            rule,
+            phase: origin.phase(w),
+            first: origin.cell(w) == 0,
+        }
+    }
+
+    /// `t + phase`: the instant's distance from the start of the window t = 0 lies in.
+    fn shifted(&self, t: Nanos) -> u128 {
+        ns(t) + u128::from(self.phase)
+    }
+
+    /// The window of instant `t`, counted from the one t = 0 lies in (fits a u64 as
+    /// envoy's does: `phase < W`).
+    fn index(&self, t: Nanos) -> u64 {
+        u64::try_from(self.shifted(t) / ns(self.rule.window())).unwrap_or(u64::MAX)
     }
 
     /// `(window index, current count, previous count)` at `now`.
     fn counts(&self, state: &LimitsCounterState, now: Nanos) -> (u64, u64, u64) {
-        let index = now.as_u64() / self.rule.window().as_u64();
+        let index = self.index(now);
         let (cur, prev) = match index.checked_sub(state.window) {
             Some(0) => (state.count, state.previous),
             Some(1) => (0, state.count),
@@ -287,19 +319,21 @@ impl LimitsSlidingWindowCounter {
     }
 
     /// `⌊estimate⌋` at `now`: the previous window weighted by what is left of the
-    /// current one, plus the current count; before the first window ends (`0 < t < W`)
-    /// the "previous" window is the current one, as `int()` truncates in Python.
+    /// current one, plus the current count; before the epoch's first window ends
+    /// (`0 < t < W` on the wall clock) the "previous" window is the current one, as
+    /// `int()` truncates in Python.
     fn estimate(&self, state: &LimitsCounterState, now: Nanos) -> u64 {
         let now = now.max(state.last);
         let (index, cur, prev) = self.counts(state, now);
-        let w = self.rule.window().as_u64();
-        let prev = if index == 0 && now.as_u64() > 0 {
+        let w = ns(self.rule.window());
+        let shifted = self.shifted(now);
+        let prev = if self.first && index == 0 && shifted > 0 {
             cur
         } else {
             prev
         };
-        let left = u128::from(w - now.as_u64() % w);
-        let weighted = u128::from(prev) * left / u128::from(w);
+        let left = w - shifted % w;
+        let weighted = u128::from(prev) * left / w;
         u64::try_from(weighted)
             .unwrap_or(u64::MAX)
             .saturating_add(cur)
@@ -323,7 +357,7 @@ impl Algorithm for LimitsSlidingWindowCounter {
 
     fn new_state(&self, now: Nanos) -> LimitsCounterState {
         LimitsCounterState {
-            window: now.as_u64() / self.rule.window().as_u64(),
+            window: self.index(now),
             count: 0,
             previous: 0,
             last: now,
@@ -387,9 +421,10 @@ impl LimitsSlidingWindowCounter {
         if passes(from.as_u64()) {
             return ns(from);
         }
-        let w = self.rule.window().as_u64();
-        let index = from.as_u64() / w;
-        let end = index.saturating_add(2).saturating_mul(w);
+        // The start of the window after next, in simulation time.
+        let end =
+            (u128::from(self.index(from)) + 2) * ns(self.rule.window()) - u128::from(self.phase);
+        let end = u64::try_from(end).unwrap_or(u64::MAX);
         let (mut lo, mut hi) = (from.as_u64(), end);
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;

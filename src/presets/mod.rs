@@ -12,6 +12,11 @@
 //! Each preset is checked against the real peer in a differential test
 //! (`tests/preset_*.rs`, `tests/presets_*.rs`).
 //!
+//! A few peers read the wall clock, so their windows (or ticks) line up with the Unix
+//! epoch ([`ALIGNED`]): their constructors take an [`EpochOffset`], where the run's
+//! t = 0 lies on that clock, and [`aligned_entries`] builds them for one. The registry's
+//! entries put t = 0 at the epoch.
+//!
 //! [`Registry::standard`]: crate::Registry::standard
 
 use std::sync::OnceLock;
@@ -23,6 +28,7 @@ use crate::time::Nanos;
 
 mod envoy;
 mod envoy_local;
+mod epoch;
 mod governor;
 mod haproxy;
 mod limits;
@@ -31,6 +37,7 @@ mod tower;
 
 pub use envoy::{EnvoyRateLimit, EnvoyState, unit_of};
 pub use envoy_local::{EnvoyLocal, EnvoyLocalState};
+pub use epoch::EpochOffset;
 pub use governor::{Governor, GovernorState};
 pub use haproxy::{Haproxy, HaproxyState};
 pub use limits::{
@@ -81,6 +88,53 @@ pub fn tower_entry() -> Entry {
     .as_preset()
 }
 
+/// The presets whose peer reads the wall clock, so that where a run's t = 0 lies on it
+/// changes decisions: `envoy` (windows of whole units of Unix time),
+/// `limits_sliding_window_counter` (`time.time()`'s windows) and `haproxy` (HAProxy
+/// 2.6's millisecond ticks and their parity). The others start from their first
+/// request or their own process's start (`envoy_local`'s fill timer, tower's and
+/// nginx's monotonic clocks, governor's and `limits`' other strategies).
+pub const ALIGNED: [&str; 3] = ["envoy", "limits_sliding_window_counter", "haproxy"];
+
+/// The entries of the [`ALIGNED`] presets for a run whose t = 0 is the wall-clock
+/// instant `origin`, to put over the standard ones ([`Registry::add`]).
+pub fn aligned_entries(origin: EpochOffset) -> Vec<Entry> {
+    vec![
+        limits_counter_entry(origin),
+        haproxy_entry(origin),
+        envoy_entry(origin),
+    ]
+}
+
+fn limits_counter_entry(origin: EpochOffset) -> Entry {
+    Entry::new(
+        "limits_sliding_window_counter",
+        "Python limits 5.x counter: floor(estimate) + cost <= N; double-counts before the first window ends.",
+        move |r| BoxedAlgorithm::new(LimitsSlidingWindowCounter::at(r, origin)),
+    )
+    .as_preset()
+}
+
+fn haproxy_entry(origin: EpochOffset) -> Entry {
+    Entry::new(
+        "haproxy",
+        "HAProxy http_req_rate: this period plus the last weighted by what is left (ms ticks); refusals count.",
+        move |r| BoxedAlgorithm::new(Haproxy::at(r, origin)),
+    )
+    .counting_denials()
+    .as_preset()
+}
+
+fn envoy_entry(origin: EpochOffset) -> Entry {
+    Entry::new(
+        "envoy",
+        "envoyproxy/ratelimit: a window of W aligned to the epoch; refused requests are counted too.",
+        move |r| BoxedAlgorithm::new(EnvoyRateLimit::at(r, origin)),
+    )
+    .counting_denials()
+    .as_preset()
+}
+
 /// Why preset `name` cannot stand for `rule`: its peer's configuration cannot say it
 /// and the peer would refuse the nearest one. `None` when it can (perhaps rounded, which
 /// the run's notes say).
@@ -120,26 +174,9 @@ fn entries() -> Vec<Entry> {
             |r| BoxedAlgorithm::new(LimitsMovingWindow::new(r)),
         )
         .as_preset(),
-        Entry::new(
-            "limits_sliding_window_counter",
-            "Python limits 5.x counter: floor(estimate) + cost <= N; double-counts before the first window ends.",
-            |r| BoxedAlgorithm::new(LimitsSlidingWindowCounter::new(r)),
-        )
-        .as_preset(),
-        Entry::new(
-            "haproxy",
-            "HAProxy http_req_rate: this period plus the last weighted by what is left (ms ticks); refusals count.",
-            |r| BoxedAlgorithm::new(Haproxy::new(r)),
-        )
-        .counting_denials()
-        .as_preset(),
-        Entry::new(
-            "envoy",
-            "envoyproxy/ratelimit: a window of W aligned to the epoch; refused requests are counted too.",
-            |r| BoxedAlgorithm::new(EnvoyRateLimit::new(r)),
-        )
-        .counting_denials()
-        .as_preset(),
+        limits_counter_entry(EpochOffset::ZERO),
+        haproxy_entry(EpochOffset::ZERO),
+        envoy_entry(EpochOffset::ZERO),
         Entry::new(
             "envoy_local",
             "Envoy local_ratelimit (timer): N tokens added every W on a fixed timer, up to B; no refill between.",

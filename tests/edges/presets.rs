@@ -399,12 +399,10 @@ fn a_delayed_admission_counts_when_it_passes_and_not_after_the_run_ends() {
 /// minute: three requests at 1,700,000,030 s (22:13:50 UTC) fill the minute that ends at
 /// 22:14:00; a fourth at 22:14:05 is in the next one and passes.
 ///
-/// Fails today: the trace's earliest request becomes t = 0 and the epoch is lost, so
-/// the windows start at 22:13:50 and the fourth is refused. The workaround: an
-/// `origin` on the whole unit at or before the first request (`"2023-11-14T22:13:00Z"`
-/// here; midnight serves every unit, but then the run must last until the trace ends).
+/// The trace's earliest request is t = 0, and the run keeps the instant it stands for:
+/// a model that aligned to t = 0 instead would start the windows at 22:13:50 and refuse
+/// the fourth.
 #[test]
-#[ignore = "known gap (issue 32): an absolute trace's epoch is not kept, so epoch-aligned presets align to its first request"]
 fn envoy_aligns_to_the_unix_epoch_on_a_trace_of_absolute_times() {
     let dir = tempfile::tempdir().unwrap();
     let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
@@ -416,4 +414,275 @@ fn envoy_aligns_to_the_unix_epoch_on_a_trace_of_absolute_times() {
     let (_, decisions) = crate::sim_support::run_capturing(&scenario, 1);
     let allowed: Vec<bool> = decisions[0].iter().map(|r| r.allowed).collect();
     assert_eq!(allowed, [true, true, true, true]);
+}
+
+/// Writes `trace` as `t.csv` beside a scenario of `duration` running `algorithms` under
+/// `limit` (TOML lines) on it with `trace_fields` (TOML lines of the `[[traffic]]`
+/// table), runs it and returns each algorithm's decisions (allowed or not, in order).
+fn on_trace(trace: &str, trace_fields: &str, algorithms: &[&str], limit: &str) -> Vec<Vec<bool>> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), trace).unwrap();
+    let names: Vec<String> = algorithms.iter().map(|a| format!("\"{a}\"")).collect();
+    let text = format!(
+        "name = \"epoch\"\nduration = \"1h\"\nalgorithms = [{}]\n[limit]\n{limit}\
+         [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n{trace_fields}",
+        names.join(", ")
+    );
+    let scenario = crate::sim_support::parse_at(&text, &dir.path().join("epoch.toml"));
+    let (_, decisions) = crate::sim_support::run_capturing(&scenario, 2);
+    let allowed = |rows: &Vec<crate::sim_support::Row>| rows.iter().map(|r| r.allowed).collect();
+    decisions.iter().map(allowed).collect()
+}
+
+/// A trace's `origin` is the instant its t = 0 stands for, so it, not the first
+/// request, places envoy's windows: 3 per minute from an `origin` of 22:13:30 UTC, the
+/// same four requests (three at 22:13:50, one at 22:14:05) fall in two minutes. With an
+/// `origin` 10 s earlier than a whole minute plus 50 s, an unaligned model (windows from
+/// t = 0 = 22:13:30) would put all four in one window and refuse the fourth.
+#[test]
+fn envoy_takes_the_epoch_from_the_traces_origin_when_it_has_one() {
+    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+    let origin = "time_format = \"epoch_s\"\norigin = \"2023-11-14T22:13:30Z\"\n";
+    let limit = "max_requests = 3\nwindow = \"1m\"\n";
+    let got = on_trace(csv, origin, &["envoy"], limit);
+    assert_eq!(got[0], [true, true, true, true]);
+}
+
+/// Python `limits`' sliding-window counter keys its windows on `time.time()`. 3 per
+/// 10 s on a trace starting at 1,700,000,005 s: three hits at once fill the window
+/// [1,700,000,000, 1,700,000,010); at 1,700,000,011 s the previous window weighs
+/// ⌊3 · 9/10⌋ = 2, and 2 + 1 ≤ 3 passes. Aligned to t = 0 instead, 6 s later is still
+/// the first window (3 + 1 > 3), and, t = 0 being the epoch's first window, Python's
+/// `int()` would count it twice: refused both ways.
+#[test]
+fn limits_sliding_window_counter_keys_its_windows_on_unix_time_on_a_trace_of_absolute_times() {
+    let csv = "time_s,key\n1700000005,c\n1700000005,c\n1700000005,c\n1700000011,c\n";
+    let limit = "max_requests = 3\nwindow = \"10s\"\n";
+    let absolute = on_trace(
+        csv,
+        "time_format = \"epoch_s\"\n",
+        &["limits_sliding_window_counter"],
+        limit,
+    );
+    assert_eq!(absolute[0], [true, true, true, true]);
+    // The same instants as offsets from the run's start: t = 0 is the epoch itself.
+    let offsets = "time_s,key\n0,c\n0,c\n0,c\n6,c\n";
+    let relative = on_trace(offsets, "", &["limits_sliding_window_counter"], limit);
+    assert_eq!(relative[0], [true, true, true, false]);
+}
+
+/// HAProxy 2.6 counts in the wall clock's milliseconds and makes a period's start even.
+/// 1 per 1 s: a first hit at the odd millisecond 1,700,000,000,001 starts its period at
+/// …000, so a hit exactly 1 s later (…1,001) is a millisecond into the next period and
+/// the previous one weighs ⌊1 · 999/1000⌋ = 0: it passes. Aligned to t = 0 (an even
+/// millisecond), the period starts at the first hit and the second meets the full
+/// previous period: refused.
+#[test]
+fn haproxy_counts_the_wall_clocks_milliseconds_and_their_parity() {
+    let csv = "time_s,key\n1700000000001,c\n1700000001001,c\n";
+    let limit = "max_requests = 1\nwindow = \"1s\"\n";
+    let got = on_trace(csv, "time_format = \"epoch_ms\"\n", &["haproxy"], limit);
+    assert_eq!(got[0], [true, true]);
+    let relative = on_trace("time_s,key\n0,c\n1,c\n", "", &["haproxy"], limit);
+    assert_eq!(relative[0], [true, false]);
+}
+
+/// The limiters that do not read the wall clock keep their own origin on a trace of
+/// absolute times: Envoy's local filter fills on a timer from its start (t = 0), the
+/// textbook fixed window aligns to t = 0, `limits`' fixed window opens at the key's
+/// first hit. On the envoy trace above (3 per minute: three at 22:13:50, one at
+/// 22:14:05) each refuses the fourth, where envoy passes it.
+#[test]
+fn presets_whose_peer_ignores_the_wall_clock_keep_t0_on_a_trace_of_absolute_times() {
+    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+    let algorithms = [
+        "envoy",
+        "envoy_local",
+        "fixed_window",
+        "limits_fixed_window",
+    ];
+    let limit = "max_requests = 3\nwindow = \"1m\"\n";
+    let got = on_trace(csv, "time_format = \"epoch_s\"\n", &algorithms, limit);
+    assert_eq!(got[0], [true, true, true, true], "envoy");
+    for (name, decisions) in algorithms.iter().zip(&got).skip(1) {
+        assert_eq!(decisions, &[true, true, true, false], "{name}");
+    }
+}
+
+/// Two traces of absolute times are each replayed from their own earliest request, so
+/// a run with an epoch-aligned preset has no one t = 0 unless they share an `origin`:
+/// an error naming the second trace, and the same `origin` on both runs.
+#[test]
+fn two_traces_with_different_t0_are_refused_to_an_aligned_preset_and_one_origin_mends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.csv"), "time_s,key\n1700000030,a\n").unwrap();
+    std::fs::write(dir.path().join("b.csv"), "time_s,key\n1700000031,b\n").unwrap();
+    let text = |algorithm: &str, origin: &str| {
+        format!(
+            "name = \"two\"\nduration = \"1m\"\nalgorithms = [\"{algorithm}\"]\n\
+             [limit]\nmax_requests = 3\nwindow = \"1m\"\n\
+             [[traffic]]\nkind = \"trace\"\npath = \"a.csv\"\ntime_format = \"epoch_s\"\n{origin}\
+             [[traffic]]\nkind = \"trace\"\npath = \"b.csv\"\ntime_format = \"epoch_s\"\n{origin}"
+        )
+    };
+    let path = dir.path().join("two.toml");
+    let run = |text: &str| {
+        let s = crate::sim_support::parse_at(text, &path);
+        let options = ratesim::sim::RunOptions::default();
+        ratesim::sim::run(&s, &options, &mut |_| Ok(Box::new(ratesim::sim::NoopSink)))
+    };
+    let err = run(&text("envoy", "")).unwrap_err().to_string();
+    assert!(
+        err.contains("b.csv") && err.contains("a.csv") && err.contains("origin"),
+        "{err}"
+    );
+    assert!(
+        run(&text("fixed_window", "")).is_ok(),
+        "no preset reads the wall clock"
+    );
+    let shared = "origin = \"2023-11-14T22:13:00Z\"\n";
+    assert_eq!(
+        run(&text("envoy", shared)).unwrap().algorithms[0]
+            .metrics
+            .allowed,
+        2
+    );
+}
+
+/// The epoch reaches every command that builds algorithms from a scenario: a sweep's
+/// configurations and a deployment's servers decide on the Unix minute too. 3 per
+/// minute from 22:13:50 UTC: the fourth request (22:14:05) passes in each.
+#[test]
+fn sweeps_and_deployments_align_envoy_to_the_epoch_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
+    let text = "name = \"epoch\"\nduration = \"2m\"\nalgorithms = [\"envoy\"]\n\
+                [limit]\nmax_requests = 3\nwindow = \"1m\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\ntime_format = \"epoch_s\"\n";
+    let path = dir.path().join("epoch.toml");
+    let scenario = crate::sim_support::parse_at(text, &path);
+    let rules = [3, 2].map(|n| Rule::new(n, Nanos::from_secs(60)).unwrap());
+    let options = ratesim::sim::RunOptions::default();
+    let reports = ratesim::sim::sweep(&scenario, &rules, &options).unwrap();
+    let allowed: Vec<u64> = reports
+        .iter()
+        .map(|r| r.algorithms[0].metrics.allowed)
+        .collect();
+    // 3 per minute: all four; 2 per minute: two of the three, then the fourth.
+    assert_eq!(allowed, [4, 3]);
+    let deployed = format!("{text}[deployment]\nnodes = 2\nstore = \"shared\"\n");
+    let scenario = crate::sim_support::parse_at(&deployed, &path);
+    let (report, _) = crate::sim_support::run_capturing(&scenario, 1);
+    assert_eq!(report.algorithms[0].metrics.allowed, 4);
+}
+
+/// `ratesim import` of a ratelimit service descriptor with a combined log, then
+/// `ratesim run`: envoy's minute is the log's Unix minute. 3 per minute: three requests
+/// at 22:13:50 UTC and one at 22:14:05; the fourth passes.
+#[test]
+fn an_imported_envoy_scenario_on_a_combined_log_aligns_to_the_unix_minute() {
+    use assert_cmd::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "domain: d\ndescriptors:\n  - key: remote_address\n    rate_limit:\n      \
+                unit: minute\n      requests_per_unit: 3\n";
+    std::fs::write(dir.path().join("ratelimit.yaml"), yaml).unwrap();
+    let line = |time: &str| {
+        format!("10.0.0.1 - - [14/Nov/2023:{time} +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"c\"\n")
+    };
+    let log = [
+        line("22:13:50"),
+        line("22:13:50"),
+        line("22:13:50"),
+        line("22:14:05"),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let ratesim = |args: &[&str]| {
+        let out = Command::cargo_bin("ratesim")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        assert!(out.status.success(), "{args:?}\n{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let toml = ratesim(&["import", "ratelimit.yaml", "--trace", "access.log"]);
+    std::fs::write(dir.path().join("imported.toml"), toml).unwrap();
+    ratesim(&[
+        "run",
+        "imported.toml",
+        "--out",
+        "o",
+        "--quiet",
+        "--no-charts",
+    ]);
+    let csv = std::fs::read_to_string(dir.path().join("o/decisions.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "allowed").unwrap();
+    let allowed: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(at).unwrap())
+        .collect();
+    assert_eq!(allowed, ["true", "true", "true", "true"], "{csv}");
+}
+
+/// Wherever t = 0 lies on the wall clock, a denied request's wait is exact: it
+/// passes at `now + retry_after` and not a nanosecond before, and `reset_after`
+/// brings `remaining` back to the capacity exactly then.
+fn waits_are_exact<A: Algorithm>(algo: &A, times: &[u64]) {
+    let mut state = algo.new_state(Nanos::ZERO);
+    for &t in times {
+        let now = Nanos::new(t);
+        if let Some(wait) = algo.retry_after(&state, now, 1) {
+            let at = now.saturating_add(wait);
+            assert!(algo.would_pass(&state, at, 1), "{} at {at}", algo.name());
+            if wait > Nanos::ZERO {
+                let before = Nanos::new(at.as_u64() - 1);
+                assert!(
+                    !algo.would_pass(&state, before, 1),
+                    "{} at {before}",
+                    algo.name()
+                );
+            }
+        }
+        let reset = now.saturating_add(algo.reset_after(&state, now));
+        assert_eq!(
+            algo.remaining(&state, reset),
+            algo.capacity(),
+            "{}",
+            algo.name()
+        );
+        algo.try_acquire(&mut state, now, 1);
+    }
+}
+
+#[test]
+fn the_aligned_presets_waits_are_exact_wherever_t0_lies_on_the_wall_clock() {
+    let rule = Rule::new(3, Nanos::from_millis(1_000)).unwrap();
+    // Bursts, a gap of under a window, instants off the millisecond.
+    let times: Vec<u64> = (0..60u64)
+        .map(|i| i * 97_345_679 + (i % 7) * 1_000_001)
+        .collect();
+    let origins = [
+        0,
+        1,
+        999_999,
+        1_000_000,
+        1_500_000_123,
+        1_700_000_000_987_654_321,
+        -1,
+    ];
+    for ns in origins {
+        let origin = ratesim::presets::EpochOffset::from_nanos(ns);
+        waits_are_exact(&ratesim::presets::EnvoyRateLimit::at(rule, origin), &times);
+        waits_are_exact(
+            &ratesim::presets::LimitsSlidingWindowCounter::at(rule, origin),
+            &times,
+        );
+        waits_are_exact(&ratesim::presets::Haproxy::at(rule, origin), &times);
+    }
 }

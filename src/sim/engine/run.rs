@@ -81,7 +81,7 @@ pub fn run(
     if scenario.algorithms.is_empty() {
         return Err(SimError::NoAlgorithms);
     }
-    let registry = scenario.registry(options.registry);
+    let registry = scenario.registry(options.registry)?;
     dispatch::check_store(scenario, &registry, options.store)?;
     let threads = options.threads.clamp(1, scenario.algorithms.len());
     let groups = deal(scenario, &registry, threads, sinks)?;

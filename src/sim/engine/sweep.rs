@@ -61,7 +61,7 @@ pub fn sweep(
     if !matches!(options.store, StateBackend::Memory) {
         return Err(StoreUnsupported::Sweep.into());
     }
-    let registry = scenario.registry(options.registry);
+    let registry = scenario.registry(options.registry)?;
     let entries = scenario
         .algorithms
         .iter()

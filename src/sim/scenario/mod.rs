@@ -315,19 +315,6 @@ impl Scenario {
         build::build(raw::parse(text, origin)?, text, origin, registry)
     }
 
-    /// The registry to build this scenario's algorithms from: `base`, with `nginx`
-    /// built with the scenario's `[preset.nginx]` when it has one.
-    pub fn registry<'r>(&self, base: &'r Registry) -> std::borrow::Cow<'r, Registry> {
-        match self.nginx {
-            Some(params) if base.entry("nginx").is_ok_and(|e| e.is_preset()) => {
-                let mut registry = base.clone();
-                registry.add(crate::presets::nginx_entry(params));
-                std::borrow::Cow::Owned(registry)
-            }
-            _ => std::borrow::Cow::Borrowed(base),
-        }
-    }
-
     /// Replaces every limit with `rule` (e.g. `compare --limit`). Boundary bursts
     /// without an explicit `period` follow the new window, so their spread must still
     /// fit in it; a burst the size of the old limit (the boundary lesson: a full quota

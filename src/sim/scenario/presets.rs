@@ -1,13 +1,96 @@
-//! What a scenario's presets need from the scenario: the notes a run prints about them
-//! (a limit a peer could only write rounded, a preset left out) and the screen that
-//! leaves out, or refuses, a preset whose peer could not write the scenario's limits.
-//! The presets themselves ([`crate::presets`]) know nothing of scenarios.
+//! What a scenario's presets need from the scenario: the registry that builds them with
+//! the scenario's parameters (`[preset.nginx]`, where t = 0 lies on the wall clock), the
+//! notes a run prints about them (a limit a peer could only write rounded, a preset left
+//! out) and the screen that leaves out, or refuses, a preset whose peer could not write
+//! the scenario's limits. The presets themselves ([`crate::presets`]) know nothing of
+//! scenarios.
 
-use super::Scenario;
-use crate::presets::{EnvoyLocal, Haproxy, Nginx, refusal};
+use std::borrow::Cow;
+use std::path::Path;
+
+use super::{Scenario, ScenarioError, TrafficKind};
+use crate::presets::{
+    ALIGNED, EnvoyLocal, EpochOffset, Haproxy, Nginx, aligned_entries, nginx_entry, refusal,
+};
+use crate::registry::Registry;
 use crate::rule::Rule;
+use crate::sim::trace::TraceReader;
 
 impl Scenario {
+    /// The registry to build this scenario's algorithms from: `base`, with `nginx` built
+    /// with the scenario's `[preset.nginx]` when it has one, and, when the scenario runs
+    /// a preset whose peer reads the wall clock ([`ALIGNED`]), those presets built for
+    /// where this run's t = 0 lies on it ([`Scenario::epoch_offset`]). Only then does it
+    /// read anything: the head of each trace of absolute times without an `origin`, and
+    /// a trace that cannot be read is that trace's error.
+    pub fn registry<'r>(&self, base: &'r Registry) -> Result<Cow<'r, Registry>, ScenarioError> {
+        let is_preset = |name: &str| base.entry(name).is_ok_and(|e| e.is_preset());
+        let mut over = Vec::new();
+        if let Some(params) = self.nginx
+            && is_preset("nginx")
+        {
+            over.push(nginx_entry(params));
+        }
+        let aligned =
+            (self.algorithms.iter()).any(|a| ALIGNED.contains(&a.as_str()) && is_preset(a));
+        if aligned && let Some(origin) = self.epoch_offset()? {
+            over.extend(
+                aligned_entries(origin)
+                    .into_iter()
+                    .filter(|e| is_preset(e.name())),
+            );
+        }
+        if over.is_empty() {
+            return Ok(Cow::Borrowed(base));
+        }
+        let mut registry = base.clone();
+        for entry in over {
+            registry.add(entry);
+        }
+        Ok(Cow::Owned(registry))
+    }
+
+    /// Where this run's t = 0 lies on the wall clock, when a `trace` source has absolute
+    /// times: that trace's `origin`, or else its earliest request's instant (read from
+    /// the head of the file). `None` when no source has absolute times: generated
+    /// traffic and `seconds` traces, whose t = 0 stands for an instant on every grid of
+    /// the epoch. Two such traces whose t = 0 are different instants are an error: a
+    /// run has one clock, and the traces are each replayed from their own t = 0.
+    pub fn epoch_offset(&self) -> Result<Option<EpochOffset>, ScenarioError> {
+        let mut found: Option<(i128, &Path)> = None;
+        for spec in &self.traffic {
+            let TrafficKind::Trace { path, options } = &spec.kind else {
+                continue;
+            };
+            if !options.effective_time_format().is_absolute() {
+                continue;
+            }
+            let at = match options.origin {
+                Some(at) => Some(at),
+                None => {
+                    let mut reader = TraceReader::open_with(path, options)?;
+                    reader.next_row()?;
+                    reader.origin()
+                }
+            };
+            match (at, found) {
+                (Some(at), None) => found = Some((at, path)),
+                (Some(at), Some((first, first_path))) if at != first => {
+                    return Err(ScenarioError::file(
+                        path,
+                        format!(
+                            "its t = 0 is not that of {}: each trace of absolute times is                              replayed from its own earliest request, and a preset whose                              peer reads the wall clock ({}) needs one t = 0 for the run;                              give every trace the same `origin`",
+                            first_path.display(),
+                            ALIGNED.join(", ")
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(found.map(|(at, _)| EpochOffset::from_nanos(at)))
+    }
+
     /// Every limit of the scenario, the first rule first.
     fn all_rules(&self) -> Vec<Rule> {
         std::iter::once(self.rule)

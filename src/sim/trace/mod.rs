@@ -351,6 +351,26 @@ impl TraceReader {
         ))
     }
 
+    /// The instant the trace's t = 0 stands for, in ns since the Unix epoch: its
+    /// `origin`, or else its earliest request's instant once the first row has been
+    /// read. `None` for times that are offsets from the start of the run (`seconds`),
+    /// and before the first row of a trace without an `origin`.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use ratesim::sim::{TimeFormat, TraceOptions, TraceReader};
+    /// let options = TraceOptions { time_format: Some(TimeFormat::EpochS), ..TraceOptions::default() };
+    /// let csv = &b"time_s,key\n1700000030.5,a\n1700000031,a\n"[..];
+    /// let mut trace = TraceReader::from_reader_with(Path::new("t.csv"), csv, &options);
+    /// assert_eq!(trace.origin(), None, "not read yet");
+    /// trace.next_row()?;
+    /// assert_eq!(trace.origin(), Some(1_700_000_030_500_000_000));
+    /// # Ok::<(), ratesim::sim::ScenarioError>(())
+    /// ```
+    pub fn origin(&self) -> Option<i128> {
+        self.origin.instant()
+    }
+
     /// The lines skipped so far as not requests (always none without `skip_bad_lines`).
     pub fn skipped(&self) -> &SkippedLines {
         &self.skipped

@@ -166,6 +166,12 @@ impl Origin {
         Origin { origin, absolute }
     }
 
+    /// The absolute instant that is t = 0, once known (given, or the first request
+    /// placed); `None` for run offsets, which have no instant.
+    pub(super) fn instant(&self) -> Option<Stamp> {
+        self.origin.filter(|_| self.absolute)
+    }
+
     /// The run time of `request`, or why it has none.
     pub(super) fn place(&mut self, request: &Request) -> Result<Nanos, String> {
         let origin = if self.absolute {
