@@ -12,6 +12,17 @@
 //!   process's CPU-seconds per 10,000 requests (the machine is shared: compare rounds
 //!   side by side, not with other runs).
 //!
+//! - Instructions (`RATESIM_TOWER_CALLS=<contender>/<keys>/<requests>`): just that many
+//!   requests through one contender, then exit, for `valgrind --tool=callgrind`: the
+//!   difference between two request counts, divided, is the contender's instructions
+//!   per request, which a loaded machine does not blur (a wall-clock time does).
+//!
+//! - Interleaved (`RATESIM_TOWER_INTERLEAVED=<batches>`): the three contenders in one
+//!   process, taking turns every 1,000 requests (the order rotating each turn), for 1
+//!   and 10,000 keys; prints each one's median, 25th and 75th percentile batch time per
+//!   request. On a shared machine a load spike then hits every contender alike, where
+//!   criterion's contender-after-contender runs see different moments of the load.
+//!
 //! Run: `cargo bench --features tower --bench tower -- --noplot` (plots need a font).
 
 use std::convert::Infallible;
@@ -250,9 +261,97 @@ fn end_to_end() {
     }
 }
 
+/// `RATESIM_TOWER_INTERLEAVED=<batches>`: the contenders taking turns, 1,000 requests a
+/// turn; the quartiles of each one's batch times.
+fn interleaved(batches: usize) {
+    const BATCH: usize = 1_000;
+    println!("| keys | contender | p25 | median | p75 | batches |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    for keys in [1usize, 10_000] {
+        let ips = ips(keys);
+        let mut none = Hello;
+        let mut ours = ratesim_layer().layer(Hello);
+        let mut theirs = governor_layer().layer(Hello);
+        let mut times: [Vec<f64>; 3] = Default::default();
+        let mut i = 0;
+        for batch in 0..batches {
+            for turn in 0..3 {
+                let contender = (batch + turn) % 3;
+                let start = Instant::now();
+                for _ in 0..BATCH {
+                    i = (i + 1) % keys;
+                    let status = match contender {
+                        0 => once(&mut none, &ips[i]),
+                        1 => once(&mut ours, &ips[i]),
+                        _ => once(&mut theirs, &ips[i]),
+                    };
+                    assert_eq!(black_box(status), 200, "every request admitted");
+                }
+                times[contender].push(start.elapsed().as_nanos() as f64 / BATCH as f64);
+            }
+        }
+        for (name, mut t) in ["no_layer", "ratesim", "tower_governor"]
+            .into_iter()
+            .zip(times)
+        {
+            t.sort_by(f64::total_cmp);
+            let q = |f: usize| t[t.len() * f / 4] / 1000.0;
+            println!(
+                "| {keys} | {name} | {:.3} µs | {:.3} µs | {:.3} µs | {} |",
+                q(1),
+                q(2),
+                q(3),
+                t.len()
+            );
+        }
+    }
+}
+
+/// `RATESIM_TOWER_CALLS=<contender>/<keys>/<requests>`: that many requests, no timing.
+fn calls(spec: &str) {
+    let parts: Vec<&str> = spec.split('/').collect();
+    let [contender, keys, requests] = parts[..] else {
+        panic!("RATESIM_TOWER_CALLS={spec}: expected <contender>/<keys>/<requests>");
+    };
+    let keys: usize = keys.parse().expect("keys: a number");
+    let requests: usize = requests.parse().expect("requests: a number");
+    let ips = ips(keys);
+    let run = |service: &mut dyn FnMut(&HeaderValue) -> u16| {
+        let mut admitted = 0;
+        for i in 0..requests {
+            admitted += usize::from(service(&ips[i % keys]) == 200);
+        }
+        assert_eq!(admitted, requests, "every request admitted");
+    };
+    match contender {
+        "no_layer" => run(&mut |ip| once(&mut Hello, ip)),
+        "ratesim" => {
+            let mut service = ratesim_layer().layer(Hello);
+            run(&mut |ip| once(&mut service, ip))
+        }
+        "tower_governor" => {
+            let mut service = governor_layer().layer(Hello);
+            run(&mut |ip| once(&mut service, ip))
+        }
+        other => panic!("unknown contender {other}"),
+    }
+}
+
 fn main() {
     if std::env::var_os("RATESIM_TOWER_E2E").is_some() {
         end_to_end();
+        return;
+    }
+    if let Ok(batches) = std::env::var("RATESIM_TOWER_INTERLEAVED") {
+        interleaved(
+            batches
+                .parse()
+                .expect("RATESIM_TOWER_INTERLEAVED: a number of batches"),
+        );
+        return;
+    }
+    if let Ok(spec) = std::env::var("RATESIM_TOWER_CALLS") {
+        calls(&spec);
         return;
     }
     let mut criterion = Criterion::default().configure_from_args();

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 #[cfg(feature = "toml-rules")]
 use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 #[cfg(feature = "toml-rules")]
 use serde::Deserialize;
@@ -133,9 +133,18 @@ impl EndpointSpec {
 pub(crate) struct Limit<L> {
     pub(crate) spec: EndpointRule,
     pub(crate) limiter: L,
+    /// The endpoint's `RateLimit-Policy` item, made once per rule rather than per
+    /// request (it depends on the rule and the endpoint's name only). `None` only if it
+    /// were not a valid field value, which the escaping in `Rule` rules out.
+    #[cfg(feature = "tower")]
+    pub(crate) policy: Option<http::HeaderValue>,
 }
 
-type Rules<S> = Arc<HashMap<String, Arc<Limit<<S as Store>::Limiter>>>>;
+/// Endpoint → limit. Looked up once per request with a path as the key; foldhash
+/// (seeded per map) rather than SipHash, as the limiter's own tables: the entries are
+/// the operator's endpoints, so a client choosing paths cannot make them collide.
+type EndpointMap<L> = HashMap<String, Arc<Limit<L>>, foldhash::fast::RandomState>;
+type Rules<S> = Arc<EndpointMap<<S as Store>::Limiter>>;
 
 /// Why the store of `S` could not decide.
 pub type StoreError<S> = <<S as Store>::Limiter as KeyedLimiter>::Error;
@@ -205,7 +214,7 @@ impl<C: Clock + Clone> Middleware<InMemory<C>> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn check_n_with_headers(&self, endpoint: &str, client_id: &str, cost: u64) -> HttpDecision {
-        let rules = self.current();
+        let rules = self.snapshot();
         let Some(limit) = rules.get(endpoint) else {
             return HttpDecision {
                 decision: UNLIMITED,
@@ -245,7 +254,7 @@ impl<S: Store> Middleware<S> {
         Middleware {
             store,
             registry,
-            rules: RwLock::new(Arc::new(HashMap::new())),
+            rules: RwLock::new(Arc::default()),
             writer: Mutex::new(()),
         }
     }
@@ -262,12 +271,12 @@ impl<S: Store> Middleware<S> {
             .writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut next: HashMap<_, _> = (*self.current()).clone();
+        let mut next = (*self.current()).clone();
         let spec = EndpointRule {
             rule,
             algorithm: algorithm.to_string(),
         };
-        next.insert(endpoint.to_string(), Arc::new(self.build(spec)?));
+        next.insert(endpoint.to_string(), Arc::new(self.build(endpoint, spec)?));
         self.swap(next);
         Ok(())
     }
@@ -284,11 +293,11 @@ impl<S: Store> Middleware<S> {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let old = self.current();
-        let mut next = HashMap::new();
+        let mut next = EndpointMap::default();
         for (endpoint, spec) in rules {
             let limit = match old.get(endpoint) {
                 Some(kept) if kept.spec == spec => kept.clone(),
-                _ => Arc::new(self.build(spec)?),
+                _ => Arc::new(self.build(endpoint, spec)?),
             };
             next.insert(endpoint.to_string(), limit);
         }
@@ -410,7 +419,7 @@ impl<S: Store> Middleware<S> {
     /// The rule and limiter of `endpoint` in the current rules, for a caller that
     /// decides with the limiter its own way (the tower layer's async Redis path) and
     /// then calls [`with_headers`].
-    #[cfg(feature = "tower")]
+    #[cfg(all(feature = "tower", feature = "redis"))]
     pub(crate) fn limit(&self, endpoint: &str) -> Option<Arc<Limit<S::Limiter>>> {
         self.current().get(endpoint).cloned()
     }
@@ -429,22 +438,32 @@ impl<S: Store> Middleware<S> {
     }
 
     fn current(&self) -> Rules<S> {
+        self.snapshot().clone()
+    }
+
+    /// The current rules, read-locked: no reference count touched, but a reload waits
+    /// until the guard is dropped. Only for a short critical section with no I/O (the
+    /// in-memory decisions); a store that may block takes [`current`](Self::current).
+    pub(crate) fn snapshot(&self) -> RwLockReadGuard<'_, Rules<S>> {
         self.rules
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
     }
 
-    fn swap(&self, next: HashMap<String, Arc<Limit<S::Limiter>>>) {
+    fn swap(&self, next: EndpointMap<S::Limiter>) {
         *self
             .rules
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
     }
 
-    fn build(&self, spec: EndpointRule) -> Result<Limit<S::Limiter>, S::Error> {
+    fn build(&self, endpoint: &str, spec: EndpointRule) -> Result<Limit<S::Limiter>, S::Error> {
+        #[cfg(not(feature = "tower"))]
+        let _ = endpoint; // names the policy item, which only the tower layer keeps
         Ok(Limit {
             limiter: self.store.limiter(&spec, &self.registry)?,
+            #[cfg(feature = "tower")]
+            policy: http::HeaderValue::try_from(spec.rule.ratelimit_policy(endpoint)).ok(),
             spec,
         })
     }

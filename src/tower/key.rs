@@ -4,6 +4,7 @@
 //! returns `None` when it cannot; the layer then answers 500 and does not call the
 //! inner service, since a limit that silently stops applying is worse than an error.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -37,8 +38,10 @@ impl<'a> RequestHead<'a> {
 
 /// Names the client a request counts against.
 pub trait KeyExtractor: Send + Sync + 'static {
-    /// The client key, or `None` when this request carries none.
-    fn extract(&self, head: &RequestHead<'_>) -> Option<String>;
+    /// The client key, or `None` when this request carries none. A key that is a
+    /// header's text can be borrowed from the request (`Cow::Borrowed`): the layer is
+    /// done with the key before it hands the request on, so nothing is copied.
+    fn extract<'a>(&self, head: &RequestHead<'a>) -> Option<Cow<'a, str>>;
 }
 
 /// The peer's IP address from a [`SocketAddr`] request extension, as a hyper server
@@ -55,10 +58,10 @@ pub trait KeyExtractor: Send + Sync + 'static {
 pub struct PeerIp;
 
 impl KeyExtractor for PeerIp {
-    fn extract(&self, head: &RequestHead<'_>) -> Option<String> {
+    fn extract<'a>(&self, head: &RequestHead<'a>) -> Option<Cow<'a, str>> {
         head.extensions
             .get::<SocketAddr>()
-            .map(|addr| addr.ip().to_string())
+            .map(|addr| Cow::Owned(addr.ip().to_string()))
     }
 }
 
@@ -77,9 +80,9 @@ impl HeaderKey {
 }
 
 impl KeyExtractor for HeaderKey {
-    fn extract(&self, head: &RequestHead<'_>) -> Option<String> {
+    fn extract<'a>(&self, head: &RequestHead<'a>) -> Option<Cow<'a, str>> {
         let value = head.headers.get(&self.name)?.to_str().ok()?.trim();
-        (!value.is_empty()).then(|| value.to_string())
+        (!value.is_empty()).then_some(Cow::Borrowed(value))
     }
 }
 
@@ -94,16 +97,18 @@ impl KeyExtractor for HeaderKey {
 pub struct ForwardedFor;
 
 impl KeyExtractor for ForwardedFor {
-    fn extract(&self, head: &RequestHead<'_>) -> Option<String> {
-        let value = head.headers.get("x-forwarded-for")?.to_str().ok()?;
+    fn extract<'a>(&self, head: &RequestHead<'a>) -> Option<Cow<'a, str>> {
+        // A `HeaderName`, not a `&str`: a string name is parsed on every lookup.
+        const XFF: HeaderName = HeaderName::from_static("x-forwarded-for");
+        let value = head.headers.get(XFF)?.to_str().ok()?;
         let first = value.split(',').next()?.trim();
-        (!first.is_empty()).then(|| first.to_string())
+        (!first.is_empty()).then_some(Cow::Borrowed(first))
     }
 }
 
 type HeadFn = dyn Fn(&RequestHead<'_>) -> Option<String> + Send + Sync;
 
-/// Any function of the request head.
+/// Any function of the request head (returning an owned key).
 pub struct KeyFn {
     f: Arc<HeadFn>,
 }
@@ -116,8 +121,8 @@ impl KeyFn {
 }
 
 impl KeyExtractor for KeyFn {
-    fn extract(&self, head: &RequestHead<'_>) -> Option<String> {
-        (self.f)(head)
+    fn extract<'a>(&self, head: &RequestHead<'a>) -> Option<Cow<'a, str>> {
+        (self.f)(head).map(Cow::Owned)
     }
 }
 

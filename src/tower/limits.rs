@@ -32,7 +32,43 @@ pub struct Verdict {
     pub denied_by: Option<String>,
     /// `RateLimit-Policy` and `RateLimit` (one item per limited endpoint, in route
     /// order), plus `Retry-After` on a denial that a wait can cure.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub headers: HeaderFields,
+}
+
+/// The rate-limit header fields of a [`Verdict`]: each present or not, held in place
+/// (no list to allocate per request).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeaderFields {
+    /// `RateLimit-Policy`; absent when no endpoint of the route is limited.
+    pub policy: Option<HeaderValue>,
+    /// `RateLimit`; absent when no endpoint of the route is limited.
+    pub ratelimit: Option<HeaderValue>,
+    /// `Retry-After` in whole seconds; only on a denial that a wait can cure.
+    pub retry_after: Option<HeaderValue>,
+}
+
+impl HeaderFields {
+    /// The fields present, as (name, value) pairs: `ratelimit-policy`, `ratelimit`,
+    /// `retry-after`, in that order.
+    pub fn iter(&self) -> impl Iterator<Item = (HeaderName, &HeaderValue)> {
+        [
+            (POLICY, self.policy.as_ref()),
+            (RATELIMIT, self.ratelimit.as_ref()),
+            (http::header::RETRY_AFTER, self.retry_after.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+    }
+
+    /// How many fields are present.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// True when no field is present (an unlimited route).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A verdict now, or a future one.
@@ -54,28 +90,30 @@ pub trait Limits: Send + Sync + 'static {
 
 impl<C: Clock + Clone + Send + Sync + 'static> Limits for Middleware<InMemory<C>> {
     /// The decisions of `Middleware::check_n_with_headers`, with the header fields
-    /// written straight into reused buffers (the per-request path: no allocation but
-    /// the two field values and the list holding them).
+    /// written straight into reused buffers. The per-request path allocates only the
+    /// `RateLimit` value: the rules are read under the middleware's read lock (one
+    /// consistent rule set for the whole route, no reference count touched), and a
+    /// single endpoint's `RateLimit-Policy` is the value its rule made once.
     fn check<E: AsRef<str>>(&self, endpoints: &[E], client: &str, cost: u64) -> Checked {
-        Checked::Now(with_fields(|mut fields| {
+        let rules = self.snapshot();
+        Checked::Now(with_lists(|mut lists| {
             for endpoint in endpoints {
                 let endpoint = endpoint.as_ref();
-                let Some(limit) = self.limit(endpoint) else {
+                let Some(limit) = rules.get(endpoint) else {
                     continue; // unlimited: no fields, admitted
                 };
                 let decision = Self::acquire_n(&limit.limiter, endpoint, client, cost);
-                limit
-                    .spec
-                    .rule
-                    .write_ratelimit_policy(endpoint, fields.next_policy());
-                decision.write_ratelimit(endpoint, fields.next_ratelimit());
+                lists.add_policy(limit.policy.as_ref(), |out| {
+                    limit.spec.rule.write_ratelimit_policy(endpoint, out);
+                });
+                decision.write_ratelimit(endpoint, lists.next_ratelimit());
                 if !decision.allowed {
                     let never = decision.retry_after == Nanos::MAX;
                     let retry = (!never).then(|| HeaderValue::from(decision.retry_after_secs()));
-                    return fields.denied(endpoint, never, retry);
+                    return lists.denied(endpoint, never, retry);
                 }
             }
-            fields.allowed()
+            lists.allowed()
         }))
     }
 }
@@ -83,40 +121,60 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits for Middleware<InMemory<C>
 /// One verdict from the endpoints' decisions, taken lazily so that the first denial
 /// stops the checking.
 pub fn join<'a>(decisions: impl Iterator<Item = (&'a str, HttpDecision)>) -> Verdict {
-    with_fields(|mut fields| {
+    with_lists(|mut lists| {
         for (endpoint, decision) in decisions {
             let mut retry = None;
             for (name, value) in &decision.headers {
                 match *name {
-                    "RateLimit-Policy" => fields.next_policy().push_str(value),
-                    "RateLimit" => fields.next_ratelimit().push_str(value),
+                    "RateLimit-Policy" => lists.add_policy(None, |out| out.push_str(value)),
+                    "RateLimit" => lists.next_ratelimit().push_str(value),
                     "Retry-After" => retry = HeaderValue::try_from(value.as_str()).ok(),
                     _ => {}
                 }
             }
             if !decision.decision.allowed {
                 let never = decision.decision.retry_after == Nanos::MAX;
-                return fields.denied(endpoint, never, retry.filter(|_| !never));
+                return lists.denied(endpoint, never, retry.filter(|_| !never));
             }
         }
-        fields.allowed()
+        lists.allowed()
     })
 }
 
-const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
-const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+pub(super) const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+pub(super) const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 /// The `RateLimit-Policy` and `RateLimit` lists of a verdict being built, one item per
 /// limited endpoint.
-struct Fields<'a> {
+struct Lists<'a> {
     policy: &'a mut String,
     ratelimit: &'a mut String,
+    /// The first item's ready-made value, while it is the only item (then the list is
+    /// empty and this value is the whole field).
+    made: Option<HeaderValue>,
 }
 
-impl Fields<'_> {
-    /// The policy list, ready for one more item.
-    fn next_policy(&mut self) -> &mut String {
-        separate(self.policy)
+impl<'a> Lists<'a> {
+    fn new(policy: &'a mut String, ratelimit: &'a mut String) -> Self {
+        Lists {
+            policy,
+            ratelimit,
+            made: None,
+        }
+    }
+
+    /// One more `RateLimit-Policy` item: `made` (the rule's ready value) if it has one,
+    /// else what `write` appends. A first item with a ready value stays a value (the
+    /// whole field, if no other item follows) and becomes text only if one does.
+    fn add_policy(&mut self, made: Option<&HeaderValue>, write: impl FnOnce(&mut String)) {
+        if let Some(first) = self.made.take() {
+            self.policy
+                .push_str(&String::from_utf8_lossy(first.as_bytes()));
+        }
+        match made {
+            Some(value) if self.policy.is_empty() => self.made = Some(value.clone()),
+            _ => write(separate(self.policy)),
+        }
     }
 
     /// The `RateLimit` list, ready for one more item.
@@ -129,7 +187,7 @@ impl Fields<'_> {
             allowed: true,
             never: false,
             denied_by: None,
-            headers: self.headers(None),
+            headers: self.fields(None),
         }
     }
 
@@ -139,24 +197,24 @@ impl Fields<'_> {
             allowed: false,
             never,
             denied_by: Some(endpoint.to_string()),
-            headers: self.headers(retry),
+            headers: self.fields(retry),
         }
     }
 
     /// The fields, leaving out an empty list (no limited endpoint) and, as a bug guard,
     /// a value that is not a valid field value (the library's structured-field strings
     /// are printable ASCII).
-    fn headers(self, retry: Option<HeaderValue>) -> Vec<(HeaderName, HeaderValue)> {
-        let mut headers = Vec::with_capacity(3);
-        for (name, list) in [(POLICY, &self.policy), (RATELIMIT, &self.ratelimit)] {
-            if let Some(Ok(value)) = (!list.is_empty()).then(|| HeaderValue::from_str(list)) {
-                headers.push((name, value));
-            }
+    fn fields(self, retry_after: Option<HeaderValue>) -> HeaderFields {
+        let value = |list: &str| {
+            (!list.is_empty())
+                .then(|| HeaderValue::from_str(list).ok())
+                .flatten()
+        };
+        HeaderFields {
+            policy: self.made.or_else(|| value(self.policy)),
+            ratelimit: value(self.ratelimit),
+            retry_after,
         }
-        if let Some(retry) = retry {
-            headers.push((http::header::RETRY_AFTER, retry));
-        }
-        headers
     }
 }
 
@@ -169,22 +227,19 @@ fn separate(list: &mut String) -> &mut String {
 
 /// Runs `f` on empty lists kept by this thread, so building a verdict allocates only
 /// the field values themselves.
-fn with_fields<R>(f: impl FnOnce(Fields<'_>) -> R) -> R {
+fn with_lists<R>(f: impl FnOnce(Lists<'_>) -> R) -> R {
     thread_local! {
         static LISTS: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
     }
-    LISTS.with(|lists| match lists.try_borrow_mut() {
-        Ok(mut lists) => {
-            let (policy, ratelimit) = &mut *lists;
+    LISTS.with(|buffers| match buffers.try_borrow_mut() {
+        Ok(mut buffers) => {
+            let (policy, ratelimit) = &mut *buffers;
             policy.clear();
             ratelimit.clear();
-            f(Fields { policy, ratelimit })
+            f(Lists::new(policy, ratelimit))
         }
         // Re-entered (an iterator given to `join` that builds a verdict itself).
-        Err(_) => f(Fields {
-            policy: &mut String::new(),
-            ratelimit: &mut String::new(),
-        }),
+        Err(_) => f(Lists::new(&mut String::new(), &mut String::new())),
     })
 }
 

@@ -61,7 +61,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ::tower::Layer;
 
 pub use key::{ForwardedFor, HeaderKey, KeyExtractor, KeyFn, PeerIp, RequestHead};
-pub use limits::{Checked, Limits, Verdict};
+pub use limits::{Checked, HeaderFields, Limits, Verdict};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisLimits;

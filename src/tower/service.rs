@@ -11,7 +11,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode};
 
 use super::key::RequestHead;
-use super::limits::{Checked, Limits, Verdict};
+use super::limits::{Checked, HeaderFields, Limits, Verdict};
 use super::{Denial, Shared};
 
 const TOO_MANY: &str = "ratesim: too many requests; retry after the Retry-After seconds\n";
@@ -43,7 +43,14 @@ impl<L, S> RateLimitService<L, S> {
     }
 }
 
-type Headers = Vec<(HeaderName, HeaderValue)>;
+/// The fields a response gets: the verdict's, and in shadow mode the would-be denial's
+/// `RateLimit-Shadow-Denied`.
+#[derive(Default)]
+struct Headers {
+    fields: HeaderFields,
+    shadow: Option<HeaderValue>,
+}
+
 type BoxResponse<B, E> = Pin<Box<dyn Future<Output = Result<Response<B>, E>> + Send>>;
 
 pin_project_lite::pin_project! {
@@ -122,54 +129,83 @@ where
     }
 
     fn call(&mut self, request: Request<ReqB>) -> Self::Future {
-        let shared = &self.shared;
-        let Some(client) = shared.key.extract(&RequestHead::of(&request)) else {
-            shared.metrics.no_key.fetch_add(1, Ordering::Relaxed);
-            let response = plain(StatusCode::INTERNAL_SERVER_ERROR, NO_KEY, Vec::new());
-            return ResponseFuture::answered(response);
-        };
-        let cost = match &shared.cost {
-            Some(cost) => cost(&RequestHead::of(&request)),
-            None => 1,
-        };
-        let path = request.uri().path();
-        let checked = match shared.route(path) {
-            Some(endpoints) => shared.limits.check(endpoints, &client, cost),
-            None => shared.limits.check(&[path], &client, cost),
-        };
-        match checked {
-            Checked::Now(verdict) => match act(shared, verdict, path, &client) {
-                Action::Answer(response) => ResponseFuture::answered(response),
-                Action::Call(headers) => ResponseFuture {
-                    state: State::Calling {
-                        future: self.inner.call(request),
-                        headers,
-                    },
-                },
-            },
-            Checked::Later(verdict) => {
-                // The service polled ready is the one that serves this request.
-                let fresh = self.inner.clone();
-                let mut inner = std::mem::replace(&mut self.inner, fresh);
-                let shared = self.shared.clone();
-                ResponseFuture {
-                    state: State::Deciding {
-                        future: Box::pin(async move {
-                            let verdict = verdict.await;
-                            let path = request.uri().path();
-                            match act(&shared, verdict, path, &client) {
-                                Action::Answer(response) => Ok(response),
-                                Action::Call(headers) => {
-                                    let mut response = inner.call(request).await?;
-                                    add_headers(&mut response, headers);
-                                    Ok(response)
-                                }
-                            }
-                        }),
-                    },
+        let action = {
+            let shared = &self.shared;
+            let head = RequestHead::of(&request);
+            // Borrowed from the request where the extractor can: it is done with
+            // before the request moves on.
+            let Some(client) = shared.key.extract(&head) else {
+                shared.metrics.no_key.fetch_add(1, Ordering::Relaxed);
+                let response = plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    NO_KEY,
+                    Headers::default(),
+                );
+                return ResponseFuture::answered(response);
+            };
+            let cost = match &shared.cost {
+                Some(cost) => cost(&head),
+                None => 1,
+            };
+            let path = request.uri().path();
+            let checked = match shared.route(path) {
+                Some(endpoints) => shared.limits.check(endpoints, &client, cost),
+                None => shared.limits.check(&[path], &client, cost),
+            };
+            match checked {
+                Checked::Now(verdict) => act(shared, verdict, path, &client),
+                Checked::Later(verdict) => {
+                    let client = client.into_owned();
+                    return later(self, request, verdict, client);
                 }
             }
+        };
+        match action {
+            Action::Answer(response) => ResponseFuture::answered(response),
+            Action::Call(headers) => ResponseFuture {
+                state: State::Calling {
+                    future: self.inner.call(request),
+                    headers,
+                },
+            },
         }
+    }
+}
+
+/// The future of a request whose verdict needs I/O: await it, then answer or call.
+fn later<L, S, ReqB, ResB>(
+    service: &mut RateLimitService<L, S>,
+    request: Request<ReqB>,
+    verdict: Pin<Box<dyn Future<Output = Verdict> + Send>>,
+    client: String,
+) -> ResponseFuture<S::Future, ResB, S::Error>
+where
+    L: Limits,
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: 'static,
+    ReqB: Send + 'static,
+    ResB: From<&'static str> + Send + 'static,
+{
+    // The service polled ready is the one that serves this request.
+    let fresh = service.inner.clone();
+    let mut inner = std::mem::replace(&mut service.inner, fresh);
+    let shared = service.shared.clone();
+    ResponseFuture {
+        state: State::Deciding {
+            future: Box::pin(async move {
+                let verdict = verdict.await;
+                let path = request.uri().path();
+                match act(&shared, verdict, path, &client) {
+                    Action::Answer(response) => Ok(response),
+                    Action::Call(headers) => {
+                        let mut response = inner.call(request).await?;
+                        add_headers(&mut response, headers);
+                        Ok(response)
+                    }
+                }
+            }),
+        },
     }
 }
 
@@ -183,7 +219,10 @@ fn act<L, B: From<&'static str>>(
     let metrics = &shared.metrics;
     if verdict.allowed {
         metrics.allowed.fetch_add(1, Ordering::Relaxed);
-        return Action::Call(verdict.headers);
+        return Action::Call(Headers {
+            fields: verdict.headers,
+            shadow: None,
+        });
     }
     let policy = verdict.denied_by.as_deref().unwrap_or_default();
     if let Some(hook) = &shared.hook {
@@ -196,16 +235,21 @@ fn act<L, B: From<&'static str>>(
     }
     if shared.dry_run {
         metrics.shadow_denied.fetch_add(1, Ordering::Relaxed);
-        let mut headers = verdict.headers;
-        headers.retain(|(name, _)| name != http::header::RETRY_AFTER);
-        if let Ok(value) = HeaderValue::try_from(policy) {
-            headers.push((SHADOW, value));
-        }
-        return Action::Call(headers);
+        return Action::Call(Headers {
+            fields: HeaderFields {
+                retry_after: None,
+                ..verdict.headers
+            },
+            shadow: HeaderValue::try_from(policy).ok(),
+        });
     }
     metrics.denied.fetch_add(1, Ordering::Relaxed);
     let body = if verdict.never { NEVER } else { TOO_MANY };
-    Action::Answer(plain(StatusCode::TOO_MANY_REQUESTS, body, verdict.headers))
+    let headers = Headers {
+        fields: verdict.headers,
+        shadow: None,
+    };
+    Action::Answer(plain(StatusCode::TOO_MANY_REQUESTS, body, headers))
 }
 
 fn plain<B: From<&'static str>>(
@@ -225,7 +269,20 @@ fn plain<B: From<&'static str>>(
 
 fn add_headers<B>(response: &mut Response<B>, headers: Headers) {
     let map = response.headers_mut();
-    for (name, value) in headers {
-        map.insert(name, value);
+    let HeaderFields {
+        policy,
+        ratelimit,
+        retry_after,
+    } = headers.fields;
+    let fields = [
+        (super::limits::POLICY, policy),
+        (super::limits::RATELIMIT, ratelimit),
+        (http::header::RETRY_AFTER, retry_after),
+        (SHADOW, headers.shadow),
+    ];
+    for (name, value) in fields {
+        if let Some(value) = value {
+            map.insert(name, value);
+        }
     }
 }
