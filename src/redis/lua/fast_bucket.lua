@@ -2,7 +2,8 @@
 -- decision that writes (server time, or a caller's instant with the safety TTL), no
 -- per-rule detail. The same arithmetic, key format, arguments and reply as
 -- common.lua + bucket.lua + main.lua, written straight through: no function table, no
--- pair tables, one string.match and one string.format. A call of the general script
+-- pair tables, one string.match and one string.format (%d: exact for the integers
+-- < 2^53 printed, half the cost of %.0f). A call of the general script
 -- defines ~30 functions and builds ~10 small tables before it computes anything; this
 -- one costs about half as much server time (docs/performance.md). src/redis/script.rs
 -- picks it; tests/redis_differential.rs holds it equal to the in-memory algorithms.
