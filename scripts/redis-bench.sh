@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Server-side cost of the Redis store's scripts, side by side in one redis-benchmark
-# session (issue 30, item 8): each algorithm's real EVALSHA (server time, one key) against
-# a minimal EVALSHA GET+SET Lua counter and a plain SET, on a unix socket, -c 16.
+# session (issue 30, item 8): each algorithm's production call (one rule, deciding on the
+# server's TIME, one key) against a minimal EVALSHA GET+SET Lua counter and a plain SET,
+# on a unix socket, -c 16.
 #
-#   scripts/redis-bench.sh [RATESIM_BINARY]     (default: target/release/ratesim)
+#   [BASE=<git revision>] scripts/redis-bench.sh [RATESIM_BINARY]
 #
-# The binary must be built with `--features redis`. The scripts' arguments are taken from
-# a real run: `ratesim run scenarios/uniform.toml --store …` under `MONITOR`, one
-# algorithm at a time; the caller instant is replaced by '' '' and the mode by `abs`, so
-# the server's TIME decides (production mode). Env: REQUESTS (default 200000), ROUNDS
+# The binary (default target/release/ratesim, built with `--features redis`) only shows
+# the keys and arguments: `ratesim run scenarios/uniform.toml --store …` is watched with
+# `MONITOR`, one algorithm at a time, and its first decision taken. The call is then
+# rebuilt as `RedisLimiter::try_acquire_n` sends it on the server's clock (cost 1, '' ''
+# = TIME, mode `abs`, no per-rule detail) with the script `script_for_call` picks for one
+# rule: the family's fast script (lua/fast_*.lua) when the sources have one, else the
+# general one (common.lua + the family's file + main.lua). Scripts come from the working
+# tree; with BASE also from that revision (`git show`), measured in the same session in
+# interleaved rounds, its rows marked `@base`. Env: REQUESTS (default 200000), ROUNDS
 # (default 3; the median of each). Prints requests/s, the ratio to the counter, and the
 # server's own time per call (INFO commandstats), which a busy machine disturbs less.
 set -euo pipefail
@@ -16,6 +22,9 @@ bin="$(realpath "${1:-target/release/ratesim}")"
 [ -x "$bin" ] || { echo "not an executable: $bin (cargo build --release --features redis)" >&2; exit 2; }
 command -v redis-benchmark >/dev/null || { echo "needs redis-server, redis-cli, redis-benchmark" >&2; exit 2; }
 cd "$(dirname "$0")/.."
+base="${BASE:-}"
+[ -z "$base" ] || git rev-parse --verify -q "$base^{commit}" >/dev/null \
+    || { echo "BASE: not a git revision: $base" >&2; exit 2; }
 requests="${REQUESTS:-200000}"
 rounds="${ROUNDS:-3}"
 work="$(mktemp -d)"
@@ -28,39 +37,69 @@ for _ in $(seq 100); do redis-cli -s "$sock" PING >/dev/null 2>&1 && break; slee
 counter_sha=$(redis-cli -s "$sock" SCRIPT LOAD \
     "local v = tonumber(redis.call('GET', KEYS[1]) or '0') + 1; redis.call('SET', KEYS[1], v); return v")
 
-# One EVALSHA line per algorithm, captured from a real run (MONITOR quotes every word).
+# One call per algorithm and source: keys and arguments from a real run (MONITOR quotes
+# every word), the script as the library picks it for one rule deciding.
 algos="token_bucket leaky_bucket gcra fixed_window sliding_window_counter sliding_window_log"
+labels="now"; [ -n "$base" ] && labels="now base"
 declare -A line
+runs=""
 for algo in $algos; do
+    rm -rf "$work/out"
     redis-cli -s "$sock" MONITOR > "$work/monitor" & mon=$!
     sleep 0.2
     "$bin" run scenarios/uniform.toml --algos "$algo" --no-charts -q --no-decisions \
         --out "$work/out" --store "redis+unix://$sock" >/dev/null
     kill "$mon"; wait "$mon" 2>/dev/null || true
-    line[$algo]=$(python3 - "$work/monitor" <<'PY'
-import shlex, sys
-for raw in open(sys.argv[1]):
+    for label in $labels; do
+        name="$algo"; [ "$label" = now ] || name="$algo@base"
+        runs="$runs $name"
+        made=$(python3 - "$work/monitor" "$label" "${base:-HEAD}" "$work/$name.lua" <<'PY'
+import shlex, subprocess, sys
+monitor, label, rev, out = sys.argv[1:5]
+def source(path):  # a Lua file of the working tree ('now') or of the revision; None if absent
+    if label == 'now':
+        try:
+            return open(path).read()
+        except FileNotFoundError:
+            return None
+    r = subprocess.run(['git', 'show', f'{rev}:{path}'], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+lua = 'src/redis/lua/'
+for raw in open(monitor):
     if '"EVALSHA"' not in raw or '"ttl' not in raw:
         continue
     words = shlex.split(raw.split(']', 1)[1])
     nkeys = int(words[2])
     argv = words[3 + nkeys:]
-    argv[1:4] = ['', '', 'abs']          # server time: TIME in the script, PXAT TTLs
-    keys = ['bench:' + k for k in words[3:3 + nkeys]]
-    print(shlex.join(words[:3] + keys + argv))
+    family = argv[5]
+    argv[0:5] = ['1', '', '', 'abs', '0']   # try_acquire_n(key, 1, Now::Server)
+    keys = [f'bench:{label}:' + k for k in words[3:3 + nkeys]]
+    fast = {'bucket': ['fast_bucket.lua'], 'fixed': ['fast_common.lua', 'fast_window.lua'],
+            'counter': ['fast_common.lua', 'fast_window.lua'],
+            'log': ['fast_common.lua', 'fast_log.lua']}[family]
+    general = ['common.lua', {'bucket': 'bucket.lua', 'log': 'log.lua'}.get(family, 'window.lua'),
+               'main.lua']
+    texts = [source(lua + f) for f in fast]
+    if None in texts:
+        texts = [source(lua + f) for f in general]
+    open(out, 'w').write(''.join(texts))
+    print(shlex.join(['EVALSHA', '@SHA@', str(nkeys)] + keys + argv))
     break
 PY
 )
-    # The store's marker key (checked by every call) exists while its store is open.
-    for marker in $(grep -o "bench:[^ ']*:marker:[^ ']*" <<<"${line[$algo]}"); do
-        redis-cli -s "$sock" SET "$marker" 1 >/dev/null
+        sha=$(redis-cli -s "$sock" -x SCRIPT LOAD < "$work/$name.lua")
+        line[$name]="${made/@SHA@/$sha}"
+        # The store's marker key (checked by the calls) exists while its store is open.
+        for marker in $(grep -o "bench:[^ ']*:marker:[^ ']*" <<<"${line[$name]}"); do
+            redis-cli -s "$sock" SET "$marker" 1 >/dev/null
+        done
+        # A benchmark of an error reply would measure nothing: run the line once first.
+        reply=$(eval "redis-cli -s \"\$sock\" ${line[$name]}" 2>&1)
+        if [ -z "$made" ] || grep -qiE 'err|statelost' <<<"$reply"; then
+            echo "$name: no usable call (${line[$name]:-none}): $reply" >&2
+            exit 1
+        fi
     done
-    # A benchmark of an error reply would measure nothing: run the line once first.
-    reply=$(eval "redis-cli -s \"\$sock\" ${line[$algo]}" 2>&1)
-    if [ -z "${line[$algo]}" ] || grep -qiE 'err|statelost' <<<"$reply"; then
-        echo "$algo: no usable EVALSHA captured (${line[$algo]:-none}): $reply" >&2
-        exit 1
-    fi
 done
 
 bench() { # prints requests/s of one redis-benchmark run of "$@"; appends the server's
@@ -73,7 +112,7 @@ bench() { # prints requests/s of one redis-benchmark run of "$@"; appends the se
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-names="set counter $algos"
+names="set counter $runs"
 for name in $names; do : > "$work/r.$name"; : > "$work/u.$name"; done
 for _ in $(seq "$rounds"); do # interleaved rounds
     for name in $names; do

@@ -1,7 +1,9 @@
 //! Noticing that the server lost a store's keys. A state key that is gone looks exactly
 //! like one never written (a fresh limit), so the loss needs a witness: a marker key
-//! the store writes when it opens and every script call renews and checks (`PEXPIRE`,
-//! which answers 0 for a missing key) before it reads or writes any state. A call that
+//! the store writes when it opens and script calls renew and check (`PEXPIRE`, which
+//! answers 0 for a missing key) before they write any state: the general script on
+//! every call, the fast scripts of one rule deciding only when the rule's state key is
+//! missing (after a flush or a restart every state is; `lua/fast_common.lua`). A call that
 //! finds it gone answers `STATELOST` having written nothing, so its outcome is known
 //! and it may be sent again. One server only: on a cluster a script can reach only its
 //! own slot's keys.
@@ -33,7 +35,7 @@ pub(super) fn marker_key(prefix: &str) -> String {
 }
 
 impl RedisStore {
-    /// The marker key every script call checks (`None` on a cluster).
+    /// The marker key script calls check (`None` on a cluster).
     pub(super) fn marker(&self) -> Option<&str> {
         self.inner.marker.as_deref()
     }

@@ -70,8 +70,9 @@
 //! fails by policy.
 //!
 //! A lost state looks like a fresh one, so a store on one server keeps a marker key
-//! that every call checks first: after a `FLUSHALL`/`FLUSHDB` or a restart without
-//! persistence, the call that notices writes nothing, the store counts the loss
+//! that a call checks before it writes (a single rule deciding: only when its state is
+//! missing, as every state is after a loss): after a `FLUSHALL`/`FLUSHDB` or a restart
+//! without persistence, the call that notices writes nothing, the store counts the loss
 //! ([`RedisStore::state_losses`]) and decides that call on the fresh state; a store
 //! built with [`RedisStoreBuilder::stop_after_failure`] fails with
 //! [`FailureKind::StateLost`] instead.
@@ -176,7 +177,8 @@ struct Inner {
     /// The first unknown-outcome failure, once `stop_after_failure` saw one.
     stopped: Mutex<Option<StoreError>>,
     /// The marker key (one server only): written at opening, renewed and checked by
-    /// every script call, so a call notices that the server lost the store's keys.
+    /// script calls (see `marker.rs`), so a call notices that the server lost the
+    /// store's keys.
     marker: Option<String>,
     /// How many times a call found the marker gone ([`RedisStore::state_losses`]).
     losses: AtomicU64,

@@ -81,16 +81,34 @@ pub(super) fn script_for(parts: &[Part]) -> &'static Script {
     &SCRIPTS[set]
 }
 
-/// The bucket family's fast path (`lua/fast_bucket.lua`): the same arguments, keys and
-/// reply as the general script, for one part deciding and writing.
+/// The fast paths: the same arguments, keys and reply as the general script, for one
+/// part deciding and writing. The bucket family (`lua/fast_bucket.lua`), the fixed
+/// window and the counter (`lua/fast_window.lua`), the log (`lua/fast_log.lua`); the
+/// last two after `lua/fast_common.lua`.
 static FAST_BUCKET: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/fast_bucket.lua")));
+static FAST_WINDOW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/fast_common.lua"),
+        include_str!("lua/fast_window.lua")
+    ))
+});
+static FAST_LOG: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/fast_common.lua"),
+        include_str!("lua/fast_log.lua")
+    ))
+});
 
-/// The script for one call: the fast path when it covers the call (one bucket-family
-/// part, a decision that writes, no per-part detail), else [`script_for`].
+/// The script for one call: a fast path when one covers the call (one part, a decision
+/// that writes, no per-part detail), else [`script_for`].
 pub(super) fn script_for_call(parts: &[Part], mode: Mode, detail: bool) -> &'static Script {
     match (parts, mode, detail) {
-        ([part], Mode::Decide(_), false) if part.family == Family::Bucket => &FAST_BUCKET,
+        ([part], Mode::Decide(_), false) => match part.family {
+            Family::Bucket => &FAST_BUCKET,
+            Family::Fixed | Family::Counter => &FAST_WINDOW,
+            Family::Log => &FAST_LOG,
+        },
         _ => script_for(parts),
     }
 }
@@ -321,6 +339,9 @@ mod tests {
             include_str!("lua/common.lua"),
             include_str!("lua/main.lua"),
             include_str!("lua/fast_bucket.lua"),
+            include_str!("lua/fast_common.lua"),
+            include_str!("lua/fast_window.lua"),
+            include_str!("lua/fast_log.lua"),
         ];
         sources.extend(FILES);
         let mut found: Vec<String> = sources.iter().flat_map(|s| called(s)).collect();

@@ -89,7 +89,7 @@ impl RedisLimiter {
         if cost > capacity {
             return Err(InsufficientCapacity { cost, capacity }.into());
         }
-        let mut call = script::script_for(&self.parts).prepare_invoke();
+        let mut call = script::script_for_call(&self.parts, mode_of(now), false).prepare_invoke();
         call.key(self.redis_keys(key, now));
         call.arg(script::arguments(&self.parts, cost, mode_of(now), false));
         let mut manager = redis.manager.clone();

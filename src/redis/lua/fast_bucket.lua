@@ -2,7 +2,8 @@
 -- decision that writes (server time, or a caller's instant with the safety TTL), no
 -- per-rule detail. The same arithmetic, key format, arguments and reply as
 -- common.lua + bucket.lua + main.lua, written straight through: no function table, no
--- pair tables, one string.match and one string.format. A call of the general script
+-- pair tables, one string.match and one string.format (%d: exact for the integers
+-- < 2^53 printed, half the cost of %.0f). A call of the general script
 -- defines ~30 functions and builds ~10 small tables before it computes anything; this
 -- one costs about half as much server time (docs/performance.md). src/redis/script.rs
 -- picks it; tests/redis_differential.rs holds it equal to the in-memory algorithms.
@@ -11,13 +12,6 @@
 -- ('' '' = the server's TIME), mode ('abs' or 'ttl<ms>'), detail (ignored: '0'),
 -- 'bucket', max', unit', burst, dir. Every bound of bucket.lua holds (checked in Rust).
 local E9 = 1000000000
-if #KEYS > 1 then
-  local ttl = 3600000
-  if ARGV[4] == 'abs' then ttl = 86400000 end
-  if redis.call('PEXPIRE', KEYS[2], ttl) == 0 then
-    return redis.error_reply('STATELOST the store\'s marker key is gone: the server lost its keys')
-  end
-end
 local floor = math.floor
 -- floor(a / b) and a mod b, exact for integers a >= 0, b >= 1 with a + b <= 2^53.
 local function divmod(a, b)
@@ -42,6 +36,17 @@ local key = KEYS[1]
 -- Load; now = max(now, last): a backwards clock neither refills nor drains.
 local level, s, n, elapsed = nil, now_s, now_n, 0
 local raw = redis.call('GET', key)
+-- The store's marker (KEYS[2]) is checked and renewed only when the state is missing:
+-- a state that is there was not lost, and after a FLUSHALL or a restart every state is
+-- missing, so the first call after one still finds the marker gone. STATELOST is
+-- answered before anything is written.
+if not raw and #KEYS > 1 then
+  local ttl = 3600000
+  if ARGV[4] == 'abs' then ttl = 86400000 end
+  if redis.call('PEXPIRE', KEYS[2], ttl) == 0 then
+    return redis.error_reply('STATELOST the store\'s marker key is gone: the server lost its keys')
+  end
+end
 if raw then
   local a, b, c = string.match(raw, '(%d+) (%d+) (%d+)')
   level = tonumber(a)
@@ -93,13 +98,13 @@ end
 local wait = ceildiv(cap - room, max)
 local reset_s, reset_n = plus(wait)
 local mode = ARGV[4]
-local value = string.format('%.0f %.0f %.0f', level, s, n)
+local value = string.format('%d %d %d', level, s, n)
 if mode == 'abs' then
   if wait == 0 then
     redis.call('DEL', key)
   else
     local pxat = reset_s * 1000 + ceildiv(reset_n, 1000000)
-    redis.call('SET', key, value, 'PXAT', string.format('%.0f', pxat))
+    redis.call('SET', key, value, 'PXAT', string.format('%d', pxat))
   end
 else
   redis.call('SET', key, value, 'PX', string.match(mode, '^ttl(%d+)$'))
