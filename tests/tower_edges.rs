@@ -1,0 +1,91 @@
+//! The tower layer's documented edges driven in-process (issue 32): the layer wraps a
+//! plain `service_fn` and each request goes through `ServiceExt::oneshot`, with no
+//! socket, so the test is exact and fast enough for the mutation runs of the `tower`
+//! area (scripts/mutants.sh). tests/tower_http.rs drives the same layer over real HTTP.
+#![cfg(feature = "tower")]
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use http::{Request, Response, StatusCode};
+use ratesim::store::InMemory;
+use ratesim::tower::{ForwardedFor, RateLimitLayer};
+use ratesim::{FakeClock, Middleware};
+
+type Mw = Middleware<InMemory<FakeClock>>;
+use tower::{Layer, ServiceExt, service_fn};
+
+const TWO_PER_TEN: &str = r#"
+    [[endpoint]]
+    path = "/a"
+    algorithm = "fixed_window"
+    max_requests = 2
+    window = "10s"
+"#;
+
+/// Sends one request to `path` as `who` (no `X-Forwarded-For` when `None`) through
+/// `layer` around a service that counts its calls; the status.
+async fn send(
+    layer: &RateLimitLayer<Mw>,
+    calls: &Arc<AtomicUsize>,
+    path: &str,
+    who: Option<&str>,
+) -> StatusCode {
+    let calls = calls.clone();
+    let inner = service_fn(move |_: Request<String>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async { Ok::<_, Infallible>(Response::new(String::from("ok"))) }
+    });
+    let mut request = Request::get(path);
+    if let Some(who) = who {
+        request = request.header("x-forwarded-for", who);
+    }
+    let request = request.body(String::new()).unwrap();
+    let response = layer.layer(inner).oneshot(request).await.unwrap();
+    response.status()
+}
+
+/// `LayerMetrics` counts each request once, under what happened to it: allowed (an
+/// unlimited endpoint's too), denied with a 429, or answered 500 for want of a key
+/// (the service not called for either). Rules out a counter that is never moved, one
+/// stuck at its first value, and a denial or a missing key counted as allowed.
+#[tokio::test]
+async fn the_layer_counts_allowed_denied_and_keyless_requests_apart() {
+    let mw = Arc::new(Middleware::with_clock(FakeClock::default()));
+    mw.reload_str(TWO_PER_TEN, "rules.toml").unwrap();
+    let layer = RateLimitLayer::new(mw, ForwardedFor);
+    let metrics = layer.metrics();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut statuses = Vec::new();
+    for (path, who) in [
+        ("/a", Some("c")),
+        ("/a", Some("c")),
+        ("/a", Some("c")),
+        ("/a", None),
+        ("/free", Some("c")),
+        ("/a", Some("c")),
+        ("/a", None),
+        ("/a", Some("d")),
+    ] {
+        statuses.push(send(&layer, &calls, path, who).await);
+    }
+    let (ok, many, error) = (
+        StatusCode::OK,
+        StatusCode::TOO_MANY_REQUESTS,
+        StatusCode::INTERNAL_SERVER_ERROR,
+    );
+    assert_eq!(statuses, [ok, ok, many, error, ok, many, error, ok]);
+    let counts = (
+        metrics.allowed(),
+        metrics.denied(),
+        metrics.no_key(),
+        metrics.shadow_denied(),
+    );
+    assert_eq!(counts, (4, 2, 2, 0), "(allowed, denied, no key, shadow)");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        4,
+        "only the allowed reach the service"
+    );
+}
