@@ -89,3 +89,21 @@ async fn the_layer_counts_allowed_denied_and_keyless_requests_apart() {
         "only the allowed reach the service"
     );
 }
+
+/// A route without `*` maps exactly its own path, and only it, to its endpoints: `/x`
+/// spends `/a`'s quota, `/xy` and `/x/` are their own (unlimited) endpoints, and `/a`
+/// itself shares the quota `/x` used. Rules out a pattern that matches every other path,
+/// one matched as a prefix, and a mapped path also limited under its own name.
+#[tokio::test]
+async fn an_exact_route_maps_its_own_path_and_no_other() {
+    let mw = Arc::new(Middleware::with_clock(FakeClock::default()));
+    mw.reload_str(TWO_PER_TEN, "rules.toml").unwrap();
+    let layer = RateLimitLayer::new(mw, ForwardedFor).route("/x", ["/a"]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut statuses = Vec::new();
+    for path in ["/x", "/xy", "/x/", "/xy", "/x", "/x", "/a"] {
+        statuses.push(send(&layer, &calls, path, Some("c")).await);
+    }
+    let (ok, many) = (StatusCode::OK, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(statuses, [ok, ok, ok, ok, ok, many, many]);
+}
