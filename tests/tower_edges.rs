@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::{Request, Response, StatusCode};
 use ratesim::store::InMemory;
-use ratesim::tower::{ForwardedFor, RateLimitLayer};
+use ratesim::tower::limits::join;
+use ratesim::tower::{Checked, ForwardedFor, Limits, RateLimitLayer};
 use ratesim::{FakeClock, Middleware};
 
 type Mw = Middleware<InMemory<FakeClock>>;
@@ -106,4 +107,53 @@ async fn an_exact_route_maps_its_own_path_and_no_other() {
     }
     let (ok, many) = (StatusCode::OK, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(statuses, [ok, ok, ok, ok, ok, many, many]);
+}
+
+/// `limits::join` (the verdict an async store such as Redis builds from each endpoint's
+/// decision) is the memory store's verdict: both fields list one entry per endpoint
+/// consulted, in order, and the first refusal ends the list and names itself with its
+/// `Retry-After`. Two middlewares with the same rules, one asked through `Limits`, the
+/// other decision by decision and joined. Rules out a join that drops either field's
+/// entries or keeps consulting after a refusal.
+#[test]
+fn joining_endpoint_decisions_gives_the_memory_stores_verdict() {
+    let text = format!(
+        "{TWO_PER_TEN}\n[[endpoint]]\npath = \"/b\"\nalgorithm = \"fixed_window\"\n\
+         max_requests = 5\nwindow = \"1m\"\n"
+    );
+    let memory = Middleware::with_clock(FakeClock::default());
+    let joined = Middleware::with_clock(FakeClock::default());
+    for mw in [&memory, &joined] {
+        mw.reload_str(&text, "rules.toml").unwrap();
+    }
+    for round in 0..3 {
+        let Checked::Now(want) = Limits::check(&memory, &["/a", "/b"], "c", 1) else {
+            unreachable!("memory answers now")
+        };
+        let mut decisions = Vec::new();
+        for endpoint in ["/a", "/b"] {
+            let decision = joined.check_with_headers(endpoint, "c");
+            let refused = !decision.decision.allowed;
+            decisions.push((endpoint, decision));
+            if refused {
+                break;
+            }
+        }
+        let got = join(decisions.into_iter());
+        assert_eq!(got, want, "round {round}");
+        let names: Vec<&str> = got.headers.iter().map(|(n, _)| n.as_str()).collect();
+        let expected: &[&str] = if round < 2 {
+            &["ratelimit-policy", "ratelimit"]
+        } else {
+            &["ratelimit-policy", "ratelimit", "retry-after"]
+        };
+        assert_eq!(names, expected, "round {round}");
+        let policy = got.headers[0].1.to_str().unwrap();
+        let listed = if round < 2 { 2 } else { 1 };
+        assert_eq!(
+            policy.split(", ").count(),
+            listed,
+            "round {round}: {policy}"
+        );
+    }
 }
