@@ -7,6 +7,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
 
 use http::{Request, Response, StatusCode};
 use ratesim::store::InMemory;
@@ -156,4 +157,48 @@ fn joining_endpoint_decisions_gives_the_memory_stores_verdict() {
             "round {round}: {policy}"
         );
     }
+}
+
+/// An inner service that is ready only when its gate is open, and fails to get ready
+/// when it is broken.
+#[derive(Clone)]
+struct Gate {
+    open: bool,
+    broken: bool,
+}
+
+impl tower::Service<Request<String>> for Gate {
+    type Response = Response<String>;
+    type Error = &'static str;
+    type Future = std::future::Ready<Result<Response<String>, &'static str>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), &'static str>> {
+        match (self.broken, self.open) {
+            (true, _) => Poll::Ready(Err("broken")),
+            (false, true) => Poll::Ready(Ok(())),
+            (false, false) => Poll::Pending,
+        }
+    }
+
+    fn call(&mut self, _: Request<String>) -> Self::Future {
+        std::future::ready(Ok(Response::new(String::from("ok"))))
+    }
+}
+
+/// The layer is ready exactly when the service it wraps is, and passes on its error:
+/// back-pressure (a concurrency limit, a full queue) and a failed inner service reach
+/// the caller through it. Rules out a layer that is always ready.
+#[test]
+fn the_layer_is_ready_when_the_inner_service_is_and_passes_its_error_on() {
+    let mw = Arc::new(Middleware::with_clock(FakeClock::default()));
+    mw.reload_str(TWO_PER_TEN, "rules.toml").unwrap();
+    let layer = RateLimitLayer::new(mw, ForwardedFor);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut ready = |open, broken| {
+        let mut service = layer.layer(Gate { open, broken });
+        tower::Service::<Request<String>>::poll_ready(&mut service, &mut cx)
+    };
+    assert_eq!(ready(true, false), Poll::Ready(Ok(())));
+    assert_eq!(ready(false, false), Poll::Pending);
+    assert_eq!(ready(true, true), Poll::Ready(Err("broken")));
 }
