@@ -5,7 +5,7 @@
 //! `presets` mutation area (scripts/mutants.sh) runs this file without the `cli` build;
 //! tests/edges/presets.rs has the same kind of tests through the simulator.
 
-use ratesim::presets::Governor;
+use ratesim::presets::{EnvoyLocal, Governor};
 use ratesim::{Algorithm, BoxedAlgorithm, Nanos, Outcome, Rule};
 
 fn rule(n: u64, window_ns: u64, burst: u64) -> Rule {
@@ -215,4 +215,15 @@ fn a_reading_from_before_a_keys_creation_is_treated_as_its_creation() {
             }
         }
     }
+}
+
+/// Envoy refuses a token bucket whose `fill_interval` is under 50 ms and takes 50 ms
+/// itself ("must be >= 50ms"): the preset says so for 49.999999 ms and not for exactly
+/// 50 ms. Rules out a bound that also flags 50 ms.
+#[test]
+fn envoy_local_flags_a_fill_interval_under_fifty_ms_and_not_fifty_ms_itself() {
+    let note = |ns: u64| EnvoyLocal::new(rule(5, ns, 5)).interval_note();
+    assert_eq!(note(50_000_000), None);
+    let under = note(49_999_999).expect("under 50 ms is flagged");
+    assert!(under.contains(">= 50ms"), "{under}");
 }
