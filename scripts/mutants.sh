@@ -3,7 +3,7 @@
 #
 #   scripts/mutants.sh AREA [extra cargo-mutants args...]
 #
-# AREA: metrics | algorithm | limiter | sim | report | presets | tower | all (every area in turn;
+# AREA: metrics | algorithm | limiter | sim | report | presets | tower | tower-redis | all (every area in turn;
 # presets-sim, a second look at the presets with the simulator's tests, only by name); sim is
 # six parts, sim-engine, sim-traffic, sim-scenario, sim-trace, sim-redis, sim-search, each
 # also an AREA.
@@ -55,6 +55,14 @@ run() {
         # simulator. Its HTTP tests run real axum servers on loopback.
         features=(--no-default-features --features tower)
         opt=1
+        shift
+    elif [ "${1:-}" = "--tower-redis" ]; then
+        # The tower layer's Redis store: `tower` and `redis`, no simulator, against a
+        # real redis-server that the tests start (they must not skip).
+        features=(--no-default-features --features tower,redis)
+        opt=1
+        timeout="${MUTANTS_REDIS_TIMEOUT:-300}"
+        export RATESIM_REQUIRE_REDIS=1
         shift
     elif [ "${1:-}" = "--redis" ]; then
         # The Redis tests replay whole runs through a real redis-server: minutes
@@ -187,9 +195,14 @@ tower | all)
     run tower --tower 'src/tower/*.rs' --exclude-re='src/tower/redis\.rs' \
         -- --lib --test tower_http --test tower_edges || status=$?
     ;;&
-metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-redis | sim-search | report | presets | tower | all) ;;
+tower-redis | all)
+    # The layer's Redis store (src/tower/redis.rs), with `--features tower,redis`:
+    # tests/tower_redis.rs starts its own redis-server and two server processes.
+    run tower-redis --tower-redis src/tower/redis.rs -- --test tower_redis || status=$?
+    ;;&
+metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-redis | sim-search | report | presets | tower | tower-redis | all) ;;
 *)
-    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,redis,search}|report|presets|presets-sim|tower|all [cargo-mutants args]" >&2
+    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,redis,search}|report|presets|presets-sim|tower|tower-redis|all [cargo-mutants args]" >&2
     exit 2
     ;;
 esac
