@@ -5,7 +5,7 @@
 //! `presets` mutation area (scripts/mutants.sh) runs this file without the `cli` build;
 //! tests/edges/presets.rs has the same kind of tests through the simulator.
 
-use ratesim::presets::{EnvoyLocal, Governor};
+use ratesim::presets::{EnvoyLocal, Governor, Nginx, NginxParams};
 use ratesim::{Algorithm, BoxedAlgorithm, Nanos, Outcome, Rule};
 
 fn rule(n: u64, window_ns: u64, burst: u64) -> Rule {
@@ -226,4 +226,36 @@ fn envoy_local_flags_a_fill_interval_under_fifty_ms_and_not_fifty_ms_itself() {
     assert_eq!(note(50_000_000), None);
     let under = note(49_999_999).expect("under 50 ms is flagged");
     assert!(under.contains(">= 50ms"), "{under}");
+}
+
+/// nginx's `rate=` for a rule: `r/s` when `N per W` is a whole number per second, else
+/// `r/m`, rounded to the nearest whole one when it is not exact, and the run says so.
+/// 5 per 1 s is `5r/s` (5,000 thousandths a second); 3 per 2 s is `90r/m` (1,500); 1 per
+/// 7 s is 8.57 r/m, so `9r/m` (150), inexact and noted. Rules out a rate of 0 for a
+/// whole `r/s`, a floored `r/m` (`8r/m`), and a note that is missing, empty or always
+/// there.
+#[test]
+fn nginx_writes_a_rule_as_whole_r_per_s_or_the_nearest_r_per_m_and_notes_the_rounding() {
+    let s = 1_000_000_000;
+    let cases = [
+        (5, s, "5r/s", 5_000, true),
+        (3, 2 * s, "90r/m", 1_500, true),
+        (1, 7 * s, "9r/m", 150, false),
+    ];
+    for (n, w, text, milli, exact) in cases {
+        let nginx = Nginx::new(rule(n, w, 1), NginxParams::default());
+        let rate = nginx.rate();
+        assert_eq!(
+            (rate.text.as_str(), rate.milli_per_sec, rate.exact),
+            (text, milli, exact),
+            "{n} per {w} ns"
+        );
+        match nginx.rounding_note() {
+            None => assert!(exact, "{n} per {w} ns: no note"),
+            Some(note) => {
+                assert!(!exact, "{n} per {w} ns: {note}");
+                assert!(note.contains("modelled as rate=9r/m"), "{note}");
+            }
+        }
+    }
 }
