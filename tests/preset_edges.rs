@@ -5,7 +5,7 @@
 //! `presets` mutation area (scripts/mutants.sh) runs this file without the `cli` build;
 //! tests/edges/presets.rs has the same kind of tests through the simulator.
 
-use ratesim::presets::{EnvoyLocal, Governor, Nginx, NginxParams};
+use ratesim::presets::{EnvoyLocal, Governor, Haproxy, Nginx, NginxParams};
 use ratesim::{Algorithm, BoxedAlgorithm, Nanos, Outcome, Rule};
 
 fn rule(n: u64, window_ns: u64, burst: u64) -> Rule {
@@ -257,5 +257,19 @@ fn nginx_writes_a_rule_as_whole_r_per_s_or_the_nearest_r_per_m_and_notes_the_rou
                 assert!(note.contains("modelled as rate=9r/m"), "{note}");
             }
         }
+    }
+}
+
+/// HAProxy takes a period under 2³¹ ms: 2³¹ − 1 ms is a period it accepts as written (no
+/// note), 2³¹ ms is not (the note says it is too long). Rules out a bound that flags
+/// the longest period HAProxy accepts, or only the first one past it.
+#[test]
+fn haproxy_flags_a_period_of_two_to_the_31_ms_and_not_one_ms_less() {
+    let ms = 1_000_000;
+    let note = |period_ms: u64| Haproxy::new(rule(5, period_ms * ms, 5)).rounding_note();
+    assert_eq!(note(0x7FFF_FFFF), None);
+    for long in [0x8000_0000, 0x8000_0001] {
+        let said = note(long).expect("2^31 ms or more is flagged");
+        assert!(said.contains("longer than HAProxy accepts"), "{said}");
     }
 }
