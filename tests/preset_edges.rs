@@ -273,3 +273,29 @@ fn haproxy_flags_a_period_of_two_to_the_31_ms_and_not_one_ms_less() {
         assert!(said.contains("longer than HAProxy accepts"), "{said}");
     }
 }
+
+/// `Haproxy::rate` reads `sc_http_req_rate` as HAProxy does: inside the first period the
+/// hits so far (3 after three hits, whatever the empty previous period); half a period
+/// into the next, the previous period weighted by what is left of it, floored (3 · ½ →
+/// 1); and HAProxy's low-rate correction, a previous period of 1 hit read as 1 rather
+/// than weighted down to 0. Rules out the correction applied while the current period
+/// has hits (0 instead of 3), the weighting skipped, and the correction dropped.
+#[test]
+fn haproxy_reads_its_rate_weighted_with_the_low_rate_correction() {
+    let ms = 1_000_000;
+    let h = Haproxy::new(rule(5, 1_000 * ms, 5));
+    let hits = |n: u64| {
+        let mut s = h.new_state(Nanos::ZERO);
+        for _ in 0..n {
+            assert!(h.try_acquire(&mut s, Nanos::new(2 * ms), 1));
+        }
+        s
+    };
+    let (three, one) = (hits(3), hits(1));
+    let at = |t_ms: u64| Nanos::new(t_ms * ms);
+    assert_eq!(h.rate(&three, at(10)), 3);
+    assert_eq!(h.rate(&three, at(600)), 3);
+    assert_eq!(h.rate(&three, at(1_500)), 1, "3 weighted by about ½");
+    assert_eq!(h.rate(&one, at(1_500)), 1, "the low-rate correction");
+    assert_eq!(h.rate(&one, at(2_500)), 0, "two periods on");
+}
