@@ -231,14 +231,16 @@ fn envoy_local_flags_a_fill_interval_under_fifty_ms_and_not_fifty_ms_itself() {
 /// nginx's `rate=` for a rule: `r/s` when `N per W` is a whole number per second, else
 /// `r/m`, rounded to the nearest whole one when it is not exact, and the run says so.
 /// 5 per 1 s is `5r/s` (5,000 thousandths a second); 3 per 2 s is `90r/m` (1,500); 1 per
-/// 7 s is 8.57 r/m, so `9r/m` (150), inexact and noted. Rules out a rate of 0 for a
-/// whole `r/s`, a floored `r/m` (`8r/m`), and a note that is missing, empty or always
-/// there.
+/// 7 s is 8.57 r/m, so `9r/m` (150), inexact and noted; 1,000 per 1 s is `1000r/s`,
+/// far below the cap of `u64::MAX / 1000` where nginx's parser saturates. Rules out a
+/// rate of 0 for a whole `r/s`, a floored `r/m` (`8r/m`), a cap that bites early, and
+/// a note that is missing, empty or always there.
 #[test]
 fn nginx_writes_a_rule_as_whole_r_per_s_or_the_nearest_r_per_m_and_notes_the_rounding() {
     let s = 1_000_000_000;
     let cases = [
         (5, s, "5r/s", 5_000, true),
+        (1_000, s, "1000r/s", 1_000_000, true),
         (3, 2 * s, "90r/m", 1_500, true),
         (1, 7 * s, "9r/m", 150, false),
     ];
