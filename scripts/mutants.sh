@@ -3,7 +3,8 @@
 #
 #   scripts/mutants.sh AREA [extra cargo-mutants args...]
 #
-# AREA: metrics | algorithm | limiter | sim | report | presets | all (every area in turn); sim is
+# AREA: metrics | algorithm | limiter | sim | report | presets | tower | tower-redis | all (every area in turn;
+# presets-sim, a second look at the presets with the simulator's tests, only by name); sim is
 # six parts, sim-engine, sim-traffic, sim-scenario, sim-trace, sim-redis, sim-search, each
 # also an AREA.
 # Each area mutates only its own files and runs only the tests that exercise them: the
@@ -49,6 +50,20 @@ run() {
         features=(--no-default-features --features toml-rules)
         opt=1
         shift
+    elif [ "${1:-}" = "--tower" ]; then
+        # The tower layer: the light library with `tower` (which brings toml-rules), no
+        # simulator. Its HTTP tests run real axum servers on loopback.
+        features=(--no-default-features --features tower)
+        opt=1
+        shift
+    elif [ "${1:-}" = "--tower-redis" ]; then
+        # The tower layer's Redis store: `tower` and `redis`, no simulator, against a
+        # real redis-server that the tests start (they must not skip).
+        features=(--no-default-features --features tower,redis)
+        opt=1
+        timeout="${MUTANTS_REDIS_TIMEOUT:-300}"
+        export RATESIM_REQUIRE_REDIS=1
+        shift
     elif [ "${1:-}" = "--redis" ]; then
         # The Redis tests replay whole runs through a real redis-server: minutes
         # unoptimised, 90 s at opt-level 1. They must not skip (a skipped test passes,
@@ -82,8 +97,11 @@ run() {
         fi
     done
     echo "== mutants: $name: ${files[*]} ${options[*]} ${features[*]} -- ${targets[*]}" >&2
-    mkdir -p "mutants.out/$name"
-    CARGO_PROFILE_DEV_OPT_LEVEL=$opt cargo mutants --timeout "$timeout" --output "mutants.out/$name" \
+    # MUTANTS_TAG=x writes to mutants.out/AREA-x instead (runs of one area, filtered
+    # apart, that should not overwrite each other).
+    local out="mutants.out/$name${MUTANTS_TAG:+-$MUTANTS_TAG}"
+    mkdir -p "$out"
+    CARGO_PROFILE_DEV_OPT_LEVEL=$opt cargo mutants --timeout "$timeout" --output "$out" \
         --copy-target=false "${features[@]}" "${files[@]}" ${options[@]+"${options[@]}"} \
         "${targets[@]}" ${EXTRA[@]+"${EXTRA[@]}"}
 }
@@ -152,17 +170,39 @@ report | all)
     run report src/report/csvout.rs -- --lib --test report_csv || status=$?
     ;;&
 presets | all)
-    # The presets' decisions (tests/edges/presets.rs, the unit tests, governor's and
-    # tower's differential tests against the crates) and their waits (reset_after). The
-    # nginx and Python `limits` differential tests need a server or a venv and take
-    # 20 s each: left out, as is properties.rs.
-    run presets 'src/presets/*.rs' \
-        -- --lib --test edges --test presets_governor --test preset_tower \
-        --test reset_after || status=$?
+    # The presets live in the light library, so this area builds without the simulator
+    # (a mutant rebuilds in seconds, not half a minute): their unit tests, the
+    # differential tests against governor and tower, the peers' worked examples
+    # (presets_envoy), reset_after, and preset_edges (every preset's documented edges,
+    # light). The nginx, HAProxy and Python `limits` differential tests need a server or
+    # a venv and take 20 s each: left out, as is properties.rs.
+    run presets --light 'src/presets/*.rs' \
+        -- --lib --test presets_governor --test preset_tower --test presets_envoy \
+        --test reset_after --test preset_edges || status=$?
     ;;&
-metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-redis | sim-search | report | presets | all) ;;
+presets-sim)
+    # A second look at what the light `presets` run missed, with the simulator's edge
+    # tests (tests/edges/, scenarios through the engine) added; give it the missed
+    # mutants' names: `scripts/mutants.sh presets-sim -F 'envoy.rs:1[0-9]{2}'`.
+    run presets-sim 'src/presets/*.rs' \
+        -- --lib --test edges --test presets_governor --test preset_tower \
+        --test presets_envoy --test reset_after --test preset_edges || status=$?
+    ;;
+tower | all)
+    # The tower layer (issue 27): its unit tests and real HTTP on loopback. The Redis
+    # half (src/tower/redis.rs) is compiled only with `redis` too and is tested by
+    # tests/tower_redis.rs against a real server: left out here.
+    run tower --tower 'src/tower/*.rs' --exclude-re='src/tower/redis\.rs' \
+        -- --lib --test tower_http --test tower_edges || status=$?
+    ;;&
+tower-redis | all)
+    # The layer's Redis store (src/tower/redis.rs), with `--features tower,redis`:
+    # tests/tower_redis.rs starts its own redis-server and two server processes.
+    run tower-redis --tower-redis src/tower/redis.rs -- --test tower_redis || status=$?
+    ;;&
+metrics | algorithm | limiter | sim | sim-engine | sim-traffic | sim-scenario | sim-trace | sim-redis | sim-search | report | presets | tower | tower-redis | all) ;;
 *)
-    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,redis,search}|report|presets|all [cargo-mutants args]" >&2
+    echo "usage: scripts/mutants.sh metrics|algorithm|limiter|sim|sim-{engine,traffic,scenario,trace,redis,search}|report|presets|presets-sim|tower|tower-redis|all [cargo-mutants args]" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,303 @@
+//! Every preset's documented edges, in the light library (no simulator): the states
+//! the decision functions reach, read back through `remaining`, `retry_after` and
+//! `reset_after`, at inputs where the documented rule and its nearest wrong neighbours
+//! (`<` / `<=`, a floor / a ceiling, counted / uncounted) give different answers. The
+//! `presets` mutation area (scripts/mutants.sh) runs this file without the `cli` build;
+//! tests/edges/presets.rs has the same kind of tests through the simulator.
+
+use ratesim::presets::{EnvoyLocal, Governor, Haproxy, Nginx, NginxParams};
+use ratesim::{Algorithm, BoxedAlgorithm, Nanos, Outcome, Rule};
+
+fn rule(n: u64, window_ns: u64, burst: u64) -> Rule {
+    Rule::new(n, Nanos::new(window_ns))
+        .unwrap()
+        .with_burst(burst)
+        .unwrap()
+}
+
+/// governor's `remaining` is how many single requests would pass now: `⌊(t + τ − TAT) /
+/// T⌋ + 1`, capped at `B`, and 0 while `t + τ < TAT`. 3 per 3,000 ns, burst 3: T = 1,000,
+/// τ = 2,000; three at 0 leave TAT = 3,000. Rules out a count off by one at the edge
+/// (1 at 1,000 ns, where the slack is exactly 0), a rounded-up quotient (2 at 1,500),
+/// and no cap (5 at 5,000).
+#[test]
+fn governor_remaining_counts_whole_intervals_of_slack_and_caps_at_the_burst() {
+    let g = Governor::new(rule(3, 3_000, 3));
+    let mut s = g.new_state(Nanos::ZERO);
+    for _ in 0..3 {
+        assert!(g.try_acquire(&mut s, Nanos::ZERO, 1));
+    }
+    let at = |t: u64| g.remaining(&s, Nanos::new(t));
+    let got: Vec<u64> = [0, 999, 1_000, 1_500, 1_999, 2_000, 2_500, 5_000]
+        .into_iter()
+        .map(at)
+        .collect();
+    assert_eq!(got, [0, 0, 1, 1, 1, 2, 2, 3]);
+}
+
+/// A small deterministic generator (xorshift64*), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Rules whose windows are whole seconds and milliseconds (envoy's units, nginx's and
+/// envoy_local's millisecond clocks) and odd ones (`W / N` not whole), bursts above and
+/// below `N`.
+fn contract_rules() -> Vec<Rule> {
+    let ms = 1_000_000;
+    vec![
+        rule(3, 1_000 * ms, 1),
+        rule(3, 1_000 * ms, 5),
+        rule(5, 60_000 * ms, 2),
+        rule(2, 100 * ms, 3),
+        rule(7, 1_000 * ms + 333_333, 4),
+        rule(1, 250 * ms, 1),
+    ]
+}
+
+/// Times on a stream: gaps of 0, a fraction of the window, about a window, a jump, and
+/// now and then a reading 0–2 ms in the past (a backwards clock).
+fn stream(rng: &mut Rng, window: u64, len: usize) -> Vec<(Nanos, u64)> {
+    let mut t = 1_000_000_000 + rng.below(window);
+    let mut out = Vec::with_capacity(len);
+    for _ in 0..len {
+        t += match rng.below(10) {
+            0..=3 => 0,
+            4..=6 => rng.below(window / 3 + 1),
+            7 | 8 => window - window / 10 + rng.below(window / 5 + 1),
+            _ => rng.below(3 * window),
+        };
+        let now = if rng.below(12) == 0 {
+            t - rng.below(2_000_001)
+        } else {
+            t
+        };
+        let cost = match rng.below(9) {
+            0 => 0,
+            1 | 2 => rng.below(6) + 1,
+            _ => 1,
+        };
+        out.push((Nanos::new(now), cost));
+    }
+    out
+}
+
+/// The number of single requests that pass *at once* (not delayed) one after another
+/// at `now`, up to one more than the capacity.
+fn passes_at_once(a: &BoxedAlgorithm, s: &<BoxedAlgorithm as Algorithm>::State, now: Nanos) -> u64 {
+    let mut probe = s.clone();
+    let mut k = 0;
+    while k <= a.capacity() && a.acquire(&mut probe, now, 1) == Outcome::Allowed {
+        k += 1;
+    }
+    k
+}
+
+/// Every preset keeps the library's contract on streams with off-grid times, costs
+/// from 0 to above the capacity and backwards readings: `would_pass` answers what
+/// `try_acquire` would, on a state left as it is; `retry_after` is zero exactly when
+/// the request passes now, and otherwise the exact wait (it passes then, and not a
+/// nanosecond before); `remaining` is how many single requests pass at once, one after
+/// another; after `reset_after` the quota is full, a nanosecond before it is not. Rules
+/// out a `would_pass` that answers a constant or forgets the window or the count, a
+/// wait off by one either way, and a `remaining` off by one or uncapped.
+#[test]
+fn every_preset_answers_would_pass_remaining_and_its_waits_as_its_decisions_do() {
+    let registry = ratesim::Registry::standard();
+    let presets = registry.resolve(&["presets"]).unwrap();
+    assert!(presets.len() >= 9, "{presets:?}");
+    for name in presets {
+        for (i, r) in contract_rules().into_iter().enumerate() {
+            let a = registry.create(&name, r).unwrap();
+            let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ i as u64);
+            let steps = stream(&mut rng, r.window().as_u64(), 300);
+            let mut s = a.new_state(steps[0].0);
+            for (step, (now, cost)) in steps.into_iter().enumerate() {
+                let ctx = format!("{name}, rule {i}, step {step}: cost {cost} at {now}");
+                let passes = a.try_acquire(&mut s.clone(), now, cost);
+                assert_eq!(a.would_pass(&s, now, cost), passes, "{ctx}");
+                let wait = a.retry_after(&s, now, cost);
+                assert_eq!(wait == Some(Nanos::ZERO), passes, "{ctx}: {wait:?}");
+                if let Some(w) = wait.filter(|w| *w > Nanos::ZERO) {
+                    assert!(a.would_pass(&s, now + w, cost), "{ctx}: not after {w}");
+                    let early = now + w - Nanos::new(1);
+                    assert!(!a.would_pass(&s, early, cost), "{ctx}: 1 ns before {w}");
+                }
+                let remaining = a.remaining(&s, now);
+                assert_eq!(remaining, passes_at_once(&a, &s, now), "{ctx}: remaining");
+                let full = a.reset_after(&s, now);
+                let cap = a.capacity();
+                assert_eq!(a.remaining(&s, now + full), cap, "{ctx}: after {full}");
+                if full > Nanos::ZERO {
+                    let before = now + full - Nanos::new(1);
+                    assert!(a.remaining(&s, before) < cap, "{ctx}: 1 ns before {full}");
+                }
+                a.try_acquire(&mut s, now, cost);
+            }
+        }
+    }
+}
+
+/// Each preset answers to the name it is registered under (the name the scenarios,
+/// the reports and the CSV columns use) and keeps the rule it was built with.
+#[test]
+fn every_preset_keeps_its_registered_name_and_its_rule() {
+    let registry = ratesim::Registry::standard();
+    for name in registry.resolve(&["presets"]).unwrap() {
+        for r in contract_rules() {
+            let a = registry.create(&name, r).unwrap();
+            assert_eq!(a.name(), name);
+            assert_eq!(*a.rule(), r, "{name}");
+        }
+    }
+}
+
+/// governor, envoy, envoy_local and HAProxy treat a backwards clock as the latest
+/// instant seen, and a key's state counts the instant it was created as seen, so a
+/// reading from before it (another thread's older clock reading) is treated as that
+/// instant: every answer (a wait ends at the same instant, the creation at the
+/// earliest), and the state a request leaves, are those at the creation instant.
+/// Rules out a fresh state that starts at time 0 (or forgets when it was made). (nginx
+/// has its own rule for a clock that went back; `limits` and tower keep no such
+/// instant.)
+#[test]
+fn a_reading_from_before_a_keys_creation_is_treated_as_its_creation() {
+    let registry = ratesim::Registry::standard();
+    let ms = 1_000_000;
+    for name in ["governor", "envoy", "envoy_local", "haproxy"] {
+        for (i, r) in contract_rules().into_iter().enumerate() {
+            let a = registry.create(name, r).unwrap();
+            let created = Nanos::new(5_000 * ms + 700 * ms + 12_345);
+            for back in [1, 300 * ms + 1, 1_200 * ms] {
+                let early = created - Nanos::new(back);
+                let ctx = format!("{name}, rule {i}: {back} ns before creation");
+                let (mut at, mut before) = (a.new_state(created), a.new_state(created));
+                for cost in [1, 2, 1, 3, 1, 1] {
+                    assert_eq!(
+                        a.remaining(&before, early),
+                        a.remaining(&at, created),
+                        "{ctx}"
+                    );
+                    assert_eq!(
+                        a.retry_after(&before, early, cost)
+                            .map(|w| (early + w).max(created)),
+                        a.retry_after(&at, created, cost).map(|w| created + w),
+                        "{ctx}: cost {cost}"
+                    );
+                    assert_eq!(
+                        a.acquire(&mut before, early, cost).admitted(),
+                        a.acquire(&mut at, created, cost).admitted(),
+                        "{ctx}: cost {cost}"
+                    );
+                }
+                let later = created + Nanos::new(400 * ms);
+                assert_eq!(
+                    a.remaining(&before, later),
+                    a.remaining(&at, later),
+                    "{ctx}"
+                );
+                assert_eq!(
+                    a.reset_after(&before, later),
+                    a.reset_after(&at, later),
+                    "{ctx}"
+                );
+            }
+        }
+    }
+}
+
+/// Envoy refuses a token bucket whose `fill_interval` is under 50 ms and takes 50 ms
+/// itself ("must be >= 50ms"): the preset says so for 49.999999 ms and not for exactly
+/// 50 ms. Rules out a bound that also flags 50 ms.
+#[test]
+fn envoy_local_flags_a_fill_interval_under_fifty_ms_and_not_fifty_ms_itself() {
+    let note = |ns: u64| EnvoyLocal::new(rule(5, ns, 5)).interval_note();
+    assert_eq!(note(50_000_000), None);
+    let under = note(49_999_999).expect("under 50 ms is flagged");
+    assert!(under.contains(">= 50ms"), "{under}");
+}
+
+/// nginx's `rate=` for a rule: `r/s` when `N per W` is a whole number per second, else
+/// `r/m`, rounded to the nearest whole one when it is not exact, and the run says so.
+/// 5 per 1 s is `5r/s` (5,000 thousandths a second); 3 per 2 s is `90r/m` (1,500); 1 per
+/// 7 s is 8.57 r/m, so `9r/m` (150), inexact and noted; 1,000 per 1 s is `1000r/s`,
+/// far below the cap of `u64::MAX / 1000` where nginx's parser saturates. Rules out a
+/// rate of 0 for a whole `r/s`, a floored `r/m` (`8r/m`), a cap that bites early, and
+/// a note that is missing, empty or always there.
+#[test]
+fn nginx_writes_a_rule_as_whole_r_per_s_or_the_nearest_r_per_m_and_notes_the_rounding() {
+    let s = 1_000_000_000;
+    let cases = [
+        (5, s, "5r/s", 5_000, true),
+        (1_000, s, "1000r/s", 1_000_000, true),
+        (3, 2 * s, "90r/m", 1_500, true),
+        (1, 7 * s, "9r/m", 150, false),
+    ];
+    for (n, w, text, milli, exact) in cases {
+        let nginx = Nginx::new(rule(n, w, 1), NginxParams::default());
+        let rate = nginx.rate();
+        assert_eq!(
+            (rate.text.as_str(), rate.milli_per_sec, rate.exact),
+            (text, milli, exact),
+            "{n} per {w} ns"
+        );
+        match nginx.rounding_note() {
+            None => assert!(exact, "{n} per {w} ns: no note"),
+            Some(note) => {
+                assert!(!exact, "{n} per {w} ns: {note}");
+                assert!(note.contains("modelled as rate=9r/m"), "{note}");
+            }
+        }
+    }
+}
+
+/// HAProxy takes a period under 2³¹ ms: 2³¹ − 1 ms is a period it accepts as written (no
+/// note), 2³¹ ms is not (the note says it is too long). Rules out a bound that flags
+/// the longest period HAProxy accepts, or only the first one past it.
+#[test]
+fn haproxy_flags_a_period_of_two_to_the_31_ms_and_not_one_ms_less() {
+    let ms = 1_000_000;
+    let note = |period_ms: u64| Haproxy::new(rule(5, period_ms * ms, 5)).rounding_note();
+    assert_eq!(note(0x7FFF_FFFF), None);
+    for long in [0x8000_0000, 0x8000_0001] {
+        let said = note(long).expect("2^31 ms or more is flagged");
+        assert!(said.contains("longer than HAProxy accepts"), "{said}");
+    }
+}
+
+/// `Haproxy::rate` reads `sc_http_req_rate` as HAProxy does: inside the first period the
+/// hits so far (3 after three hits, whatever the empty previous period); half a period
+/// into the next, the previous period weighted by what is left of it, floored (3 · ½ →
+/// 1); and HAProxy's low-rate correction, a previous period of 1 hit read as 1 rather
+/// than weighted down to 0. Rules out the correction applied while the current period
+/// has hits (0 instead of 3), the weighting skipped, and the correction dropped.
+#[test]
+fn haproxy_reads_its_rate_weighted_with_the_low_rate_correction() {
+    let ms = 1_000_000;
+    let h = Haproxy::new(rule(5, 1_000 * ms, 5));
+    let hits = |n: u64| {
+        let mut s = h.new_state(Nanos::ZERO);
+        for _ in 0..n {
+            assert!(h.try_acquire(&mut s, Nanos::new(2 * ms), 1));
+        }
+        s
+    };
+    let (three, one) = (hits(3), hits(1));
+    let at = |t_ms: u64| Nanos::new(t_ms * ms);
+    assert_eq!(h.rate(&three, at(10)), 3);
+    assert_eq!(h.rate(&three, at(600)), 3);
+    assert_eq!(h.rate(&three, at(1_500)), 1, "3 weighted by about ½");
+    assert_eq!(h.rate(&one, at(1_500)), 1, "the low-rate correction");
+    assert_eq!(h.rate(&one, at(2_500)), 0, "two periods on");
+}
