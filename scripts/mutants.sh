@@ -128,16 +128,15 @@ sim | sim-* | all)
     # The simulator, in six parts: each mutates its own files and runs only the test
     # targets that exercise them (17-33 s a mutant instead of 25-60 s with every
     # simulator test). `sim` runs the six in turn; `sim-engine` etc. one of them.
-    # The Redis store's half of src/sim/engine/states.rs (`remote`) is compiled only with
+    # The Redis store's half of src/sim/engine/server.rs (`remote`) is compiled only with
     # `--features redis` and is tested against a real server by tests/redis_sim.rs; in
     # this build its mutants change no code, so they are left out here (-E). So is
     # `check_store` → `Ok(())`: without the feature its only arm, `Memory`, is `Ok(())`;
     # its Redis arm's refusals are tested by tests/redis_sim.rs.
-    # A glob's `*` stops at a slash: the deployments (engine/deployment/) are named
-    # apart. plugin: a registered algorithm through the engine and calibrate's own runs.
+    # plugin: a registered algorithm through the engine and calibrate's own runs.
     part() { [ "$area" = sim ] || [ "$area" = all ] || [ "$area" = "$1" ]; }
     if part sim-engine; then
-        run sim-engine 'src/sim/engine/*.rs' 'src/sim/engine/deployment/*.rs' src/sim/mod.rs \
+        run sim-engine 'src/sim/engine/*.rs' src/sim/mod.rs \
             --exclude-re=remote:: --exclude-re='replace check_store' \
             -- --lib --test sim_engine --test sim_limits --test sim_deployment --test sweep \
             --test plugin || status=$?
@@ -158,7 +157,7 @@ sim | sim-* | all)
     if part sim-redis; then
         # The Redis store's side of the engine, with `--features redis`, against a real
         # redis-server (tests/redis_sim.rs starts its own): about 90 s a mutant.
-        run sim-redis --redis src/sim/engine/states.rs src/sim/engine/dispatch.rs \
+        run sim-redis --redis src/sim/engine/server.rs src/sim/engine/dispatch.rs \
             --re='remote::|check_store' -- --test redis_sim || status=$?
     fi
     if part sim-search; then
