@@ -25,6 +25,8 @@ use crate::time::Nanos;
 /// Static dispatch: each built-in runs the engine monomorphised for its concrete type;
 /// any other entry falls back to its type-erased algorithm.
 pub(super) fn driver<'a>(job: Job<'a>, store: &StateBackend) -> Box<dyn Drive + 'a> {
+    #[cfg(not(feature = "redis"))]
+    let StateBackend::Memory = store;
     #[cfg(feature = "redis")]
     if let StateBackend::Redis(store) = store {
         let limiter = remote::limiter(store, job.entry, &rules(job.scenario))
