@@ -43,7 +43,60 @@ impl Event {
     }
 }
 
-/// The limiter's answer to one request attempt.
+/// What the driver's step needs of one decision: admitted or not, and the advice a
+/// retrying client or the judge reads. Sixteen bytes, so it comes back from a call in
+/// registers; the rest of the answer (the row's fields, [`Answer`]) is read from the
+/// decider only when the sink wants rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Verdict {
+    /// The advertised wait (zero when allowed); meaningless when `!fits`.
+    wait: Nanos,
+    pub(super) allowed: bool,
+    /// The request's cost fits the capacity (so it has a wait to advertise).
+    fits: bool,
+}
+
+impl Verdict {
+    /// A request that fits: admitted (`wait` zero) or denied with the advice `wait`.
+    #[inline]
+    pub(super) fn fitting(allowed: bool, wait: Nanos) -> Verdict {
+        Verdict {
+            wait,
+            allowed,
+            fits: true,
+        }
+    }
+
+    /// A request whose cost exceeds the capacity: denied, never to pass.
+    #[inline]
+    pub(super) fn never_fits() -> Verdict {
+        Verdict {
+            wait: Nanos::ZERO,
+            allowed: false,
+            fits: false,
+        }
+    }
+
+    /// The advertised wait, as [`Answer::retry_after`] says it.
+    #[inline]
+    pub(super) fn retry_after(self) -> Option<Nanos> {
+        self.fits.then_some(self.wait)
+    }
+
+    /// The verdict within a whole answer.
+    #[inline]
+    pub(super) fn of(answer: &Answer) -> Verdict {
+        match answer.retry_after {
+            Some(wait) => Verdict::fitting(answer.allowed, wait),
+            None => Verdict {
+                allowed: answer.allowed,
+                ..Verdict::never_fits()
+            },
+        }
+    }
+}
+
+/// The limiter's whole answer to one request attempt: the row's fields.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Answer {
     pub(super) allowed: bool,
@@ -367,22 +420,22 @@ impl DecisionLog {
         }
     }
 
-    /// Sends the row of one decision, if the sink wants rows. The check is inlined
-    /// into the driver's step and the row is written out of line: a run without rows
-    /// then pays one branch a decision, and its answer can stay in registers (a call
-    /// per decision, taking the answer by reference, cost the step about 3% more
-    /// instructions on `scale_1_key`, counted with callgrind).
+    /// Sends the row of one decision, if the sink wants rows; `answer` gives the row's
+    /// fields, and is called only then. The check is inlined into the driver's step and
+    /// the row is written out of line: a run without rows pays one branch a decision
+    /// (a call per decision, taking the answer by reference, cost the step about 3%
+    /// more instructions on `scale_1_key`, counted with callgrind).
     #[inline(always)]
     pub(super) fn record(
         &mut self,
         event: &Event,
-        answer: &Answer,
         keys: &KeyTable,
+        answer: impl FnOnce() -> Answer,
     ) -> Result<(), SimError> {
         if !self.rows {
             return Ok(());
         }
-        self.write_row(event, answer, keys)
+        self.write_row(event, &answer(), keys)
     }
 
     /// Builds the row of one decision and sends it to the sink.
