@@ -95,7 +95,7 @@ impl<A: Algorithm> Decide for Deployed<A> {
     /// on since: a synced deployment's exchanges).
     fn answer(&self, _event: &Event, verdict: Verdict) -> Answer {
         self.last.unwrap_or(Answer {
-            allowed: verdict.allowed,
+            allowed: verdict.allowed(),
             remaining: 0,
             retry_after: verdict.retry_after(),
             delay: Nanos::ZERO,

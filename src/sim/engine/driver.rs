@@ -182,12 +182,13 @@ impl<'a, D: Decide> Driver<'a, D> {
         }
         let decided = self.decider.decide(&event, &mut self.record.m, keys)?;
         let verdict = decided.verdict;
-        self.record.attempt(&event, verdict.allowed, decided.passes);
+        self.record
+            .attempt(&event, verdict.allowed(), decided.passes);
         let heard = Event {
             time: decided.heard,
             ..event
         };
-        if verdict.allowed {
+        if verdict.allowed() {
             if let Some(retry) = self.retry.as_mut() {
                 retry.admitted(&heard);
             }
@@ -199,12 +200,12 @@ impl<'a, D: Decide> Driver<'a, D> {
                 retry.denied(&heard, verdict.retry_after());
             }
         }
-        self.comparison.count(verdict.allowed, log_allowed);
+        self.comparison.count(verdict.allowed(), log_allowed);
         let decider = &self.decider;
         self.decisions
             .record(&event, keys, || decider.answer(&event, verdict))?;
         self.progress.tick(event.time);
-        Ok(verdict.allowed)
+        Ok(verdict.allowed())
     }
 
     /// Decides a new arrival, after the retries due at or before it: those were

@@ -44,27 +44,35 @@ impl Event {
 }
 
 /// What the driver's step needs of one decision: admitted or not, and the advice a
-/// retrying client or the judge reads. Sixteen bytes, so it comes back from a call in
-/// registers; the rest of the answer (the row's fields, [`Answer`]) is read from the
+/// retrying client or the judge reads. Two scalars, so it comes back from a call in
+/// two registers (a struct of three fields, even of 16 bytes, is returned through
+/// memory); the rest of the answer (the row's fields, [`Answer`]) is read from the
 /// decider only when the sink wants rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Verdict {
-    /// The advertised wait (zero when allowed); meaningless when `!fits`.
+    /// The advertised wait (zero when admitted, and for a cost that never fits).
     wait: Nanos,
-    pub(super) allowed: bool,
-    /// The request's cost fits the capacity (so it has a wait to advertise).
-    fits: bool,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Admitted,
+    Denied,
+    /// Denied: the cost exceeds the capacity, so it never passes.
+    NeverFits,
 }
 
 impl Verdict {
     /// A request that fits: admitted (`wait` zero) or denied with the advice `wait`.
     #[inline]
     pub(super) fn fitting(allowed: bool, wait: Nanos) -> Verdict {
-        Verdict {
-            wait,
-            allowed,
-            fits: true,
-        }
+        let kind = if allowed {
+            Kind::Admitted
+        } else {
+            Kind::Denied
+        };
+        Verdict { wait, kind }
     }
 
     /// A request whose cost exceeds the capacity: denied, never to pass.
@@ -72,15 +80,19 @@ impl Verdict {
     pub(super) fn never_fits() -> Verdict {
         Verdict {
             wait: Nanos::ZERO,
-            allowed: false,
-            fits: false,
+            kind: Kind::NeverFits,
         }
+    }
+
+    #[inline]
+    pub(super) fn allowed(self) -> bool {
+        self.kind == Kind::Admitted
     }
 
     /// The advertised wait, as [`Answer::retry_after`] says it.
     #[inline]
     pub(super) fn retry_after(self) -> Option<Nanos> {
-        self.fits.then_some(self.wait)
+        (self.kind != Kind::NeverFits).then_some(self.wait)
     }
 
     /// The verdict within a whole answer.
@@ -88,10 +100,7 @@ impl Verdict {
     pub(super) fn of(answer: &Answer) -> Verdict {
         match answer.retry_after {
             Some(wait) => Verdict::fitting(answer.allowed, wait),
-            None => Verdict {
-                allowed: answer.allowed,
-                ..Verdict::never_fits()
-            },
+            None => Verdict::never_fits(),
         }
     }
 }

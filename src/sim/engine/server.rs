@@ -97,7 +97,7 @@ impl<S: KeyStates> Server<S> {
         let verdict = self.states.ask(event, now)?;
         if let Some(probes) = self.probes.as_mut() {
             match verdict.retry_after() {
-                _ if verdict.allowed => probes.forget(event.key),
+                _ if verdict.allowed() => probes.forget(event.key),
                 Some(retry_after) => {
                     if self.forget_on_denial {
                         probes.forget(event.key);
@@ -429,11 +429,11 @@ impl<A: Algorithm> Local<A> {
             }
         };
         // A denial consumed nothing: the state still shows which rule bound.
-        let by = (!verdict.allowed)
+        let by = (!verdict.allowed())
             .then(|| a.binding_rule(s, now, cost))
             .flatten();
         Answer {
-            allowed: verdict.allowed,
+            allowed: verdict.allowed(),
             remaining: a.remaining(s, now),
             retry_after: Some(retry_after),
             delay: self.delay,
@@ -618,7 +618,7 @@ mod remote {
         fn answer(&self, _event: &Event, verdict: Verdict) -> Answer {
             let (remaining, denied_by) = self.last;
             Answer {
-                allowed: verdict.allowed,
+                allowed: verdict.allowed(),
                 remaining,
                 retry_after: verdict.retry_after(),
                 delay: Nanos::ZERO,
