@@ -19,7 +19,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::driver::{Decide, Decided};
-use super::record::{Answer, Event};
+use super::record::{Answer, Event, Verdict};
 use super::server::{Local, Server};
 use crate::algorithm::Algorithm;
 use crate::limiter::decision;
@@ -36,6 +36,8 @@ pub(super) struct Deployed<A: Algorithm> {
     router: Router,
     cluster: Cluster<A>,
     nodes: Vec<NodeReport>,
+    /// The whole answer to the latest attempt, for its row.
+    last: Option<Answer>,
 }
 
 impl<A: Algorithm> Deployed<A> {
@@ -59,6 +61,7 @@ impl<A: Algorithm> Deployed<A> {
                     ..NodeReport::default()
                 })
                 .collect(),
+            last: None,
         }
     }
 }
@@ -80,10 +83,24 @@ impl<A: Algorithm> Decide for Deployed<A> {
         self.nodes[node as usize].count(answer.allowed);
         // A shaper's admission reaches the service when its delay is over.
         let passes = event.time.saturating_add(answer.delay);
+        self.last = Some(answer);
         Ok(Decided {
-            answer,
+            verdict: Verdict::of(&answer),
             passes,
             heard: event.time + latency,
+        })
+    }
+
+    /// Kept whole from [`decide`](Deployed::decide) (the nodes' states may have moved
+    /// on since: a synced deployment's exchanges).
+    fn answer(&self, _event: &Event, verdict: Verdict) -> Answer {
+        self.last.unwrap_or(Answer {
+            allowed: verdict.allowed(),
+            remaining: 0,
+            retry_after: verdict.retry_after(),
+            delay: Nanos::ZERO,
+            denied_by: None,
+            node: None,
         })
     }
 
@@ -262,7 +279,7 @@ impl<A: Algorithm> Cluster<A> {
             Cluster::Local(nodes) => {
                 let n = &mut nodes[node as usize];
                 let Ok(()) = n.advance(t, stamp, event.key);
-                let Ok(answer) = n.ask(event, m);
+                let Ok(answer) = n.ask_whole(event, m);
                 (answer, Nanos::ZERO)
             }
             Cluster::Shared(store) => {
@@ -275,7 +292,7 @@ impl<A: Algorithm> Cluster<A> {
                     _ => (t + d.latency, t + d.latency),
                 };
                 let Ok(()) = store.advance(now, clock, event.key);
-                let Ok(answer) = store.ask(event, m);
+                let Ok(answer) = store.ask_whole(event, m);
                 (answer, d.latency + d.latency)
             }
             Cluster::Racy(racy) => (racy.decide(d, stamp, event, m), d.latency + d.latency),
@@ -315,7 +332,7 @@ impl<A: Algorithm> Racy<A> {
         let algorithm = self.store.states.limiter.algorithm();
         if event.cost > algorithm.capacity() {
             // Never fits: no state is read or created.
-            let Ok(answer) = self.store.ask(event, m);
+            let Ok(answer) = self.store.ask_whole(event, m);
             return answer;
         }
         let mut state = self
@@ -428,7 +445,7 @@ impl<A: Algorithm> Synced<A> {
         self.deliver_due(event.time);
         let n = &mut self.nodes[node as usize];
         let Ok(()) = n.advance(event.time, stamp, event.key);
-        let Ok(answer) = n.ask(event, m);
+        let Ok(answer) = n.ask_whole(event, m);
         if answer.allowed {
             self.note(Admission {
                 t: event.time,

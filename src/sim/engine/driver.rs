@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::record::{Answer, DecisionLog, Event, Outcome, Recording};
+use super::record::{Answer, DecisionLog, Event, Outcome, Recording, Verdict};
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{
@@ -42,6 +42,10 @@ pub(super) trait Decide {
         keys: &KeyTable,
     ) -> Result<Decided, SimError>;
 
+    /// The whole answer to the attempt just decided (`event`, given `verdict`): the
+    /// fields of its row, read only when the sink wants rows. Changes nothing.
+    fn answer(&self, event: &Event, verdict: Verdict) -> Answer;
+
     /// A hint that `key` will be decided soon: its state may start loading into the
     /// cache. Changes nothing.
     fn prefetch(&self, _key: u32) {}
@@ -51,9 +55,9 @@ pub(super) trait Decide {
     fn finish(self, end: Nanos, report: &mut AlgorithmReport) -> Result<(), SimError>;
 }
 
-/// One attempt decided: the answer, and when it takes effect.
+/// One attempt decided: the verdict, and when it takes effect.
 pub(super) struct Decided {
-    pub(super) answer: Answer,
+    pub(super) verdict: Verdict,
     /// When an admitted request reaches the service (later than its arrival when a
     /// shaper delayed it): the instant the window counts take.
     pub(super) passes: Nanos,
@@ -177,28 +181,31 @@ impl<'a, D: Decide> Driver<'a, D> {
             return Ok(false);
         }
         let decided = self.decider.decide(&event, &mut self.record.m, keys)?;
-        let answer = decided.answer;
-        self.record.attempt(&event, answer.allowed, decided.passes);
+        let verdict = decided.verdict;
+        self.record
+            .attempt(&event, verdict.allowed(), decided.passes);
         let heard = Event {
             time: decided.heard,
             ..event
         };
-        if answer.allowed {
+        if verdict.allowed() {
             if let Some(retry) = self.retry.as_mut() {
                 retry.admitted(&heard);
             }
         } else {
-            if answer.retry_after.is_none() {
+            if verdict.retry_after().is_none() {
                 self.record.m.never_fits += 1;
             }
             if let Some(retry) = self.retry.as_mut() {
-                retry.denied(&heard, answer.retry_after);
+                retry.denied(&heard, verdict.retry_after());
             }
         }
-        self.comparison.count(answer.allowed, log_allowed);
-        self.decisions.record(&event, &answer, keys)?;
+        self.comparison.count(verdict.allowed(), log_allowed);
+        let decider = &self.decider;
+        self.decisions
+            .record(&event, keys, || decider.answer(&event, verdict))?;
         self.progress.tick(event.time);
-        Ok(answer.allowed)
+        Ok(verdict.allowed())
     }
 
     /// Decides a new arrival, after the retries due at or before it: those were

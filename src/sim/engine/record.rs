@@ -43,7 +43,69 @@ impl Event {
     }
 }
 
-/// The limiter's answer to one request attempt.
+/// What the driver's step needs of one decision: admitted or not, and the advice a
+/// retrying client or the judge reads. Two scalars, so it comes back from a call in
+/// two registers (a struct of three fields, even of 16 bytes, is returned through
+/// memory); the rest of the answer (the row's fields, [`Answer`]) is read from the
+/// decider only when the sink wants rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Verdict {
+    /// The advertised wait (zero when admitted, and for a cost that never fits).
+    wait: Nanos,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Admitted,
+    Denied,
+    /// Denied: the cost exceeds the capacity, so it never passes.
+    NeverFits,
+}
+
+impl Verdict {
+    /// A request that fits: admitted (`wait` zero) or denied with the advice `wait`.
+    #[inline]
+    pub(super) fn fitting(allowed: bool, wait: Nanos) -> Verdict {
+        let kind = if allowed {
+            Kind::Admitted
+        } else {
+            Kind::Denied
+        };
+        Verdict { wait, kind }
+    }
+
+    /// A request whose cost exceeds the capacity: denied, never to pass.
+    #[inline]
+    pub(super) fn never_fits() -> Verdict {
+        Verdict {
+            wait: Nanos::ZERO,
+            kind: Kind::NeverFits,
+        }
+    }
+
+    #[inline]
+    pub(super) fn allowed(self) -> bool {
+        self.kind == Kind::Admitted
+    }
+
+    /// The advertised wait, as [`Answer::retry_after`] says it.
+    #[inline]
+    pub(super) fn retry_after(self) -> Option<Nanos> {
+        (self.kind != Kind::NeverFits).then_some(self.wait)
+    }
+
+    /// The verdict within a whole answer.
+    #[inline]
+    pub(super) fn of(answer: &Answer) -> Verdict {
+        match answer.retry_after {
+            Some(wait) => Verdict::fitting(answer.allowed, wait),
+            None => Verdict::never_fits(),
+        }
+    }
+}
+
+/// The limiter's whole answer to one request attempt: the row's fields.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Answer {
     pub(super) allowed: bool,
@@ -367,22 +429,22 @@ impl DecisionLog {
         }
     }
 
-    /// Sends the row of one decision, if the sink wants rows. The check is inlined
-    /// into the driver's step and the row is written out of line: a run without rows
-    /// then pays one branch a decision, and its answer can stay in registers (a call
-    /// per decision, taking the answer by reference, cost the step about 3% more
-    /// instructions on `scale_1_key`, counted with callgrind).
+    /// Sends the row of one decision, if the sink wants rows; `answer` gives the row's
+    /// fields, and is called only then. The check is inlined into the driver's step and
+    /// the row is written out of line: a run without rows pays one branch a decision
+    /// (a call per decision, taking the answer by reference, cost the step about 3%
+    /// more instructions on `scale_1_key`, counted with callgrind).
     #[inline(always)]
     pub(super) fn record(
         &mut self,
         event: &Event,
-        answer: &Answer,
         keys: &KeyTable,
+        answer: impl FnOnce() -> Answer,
     ) -> Result<(), SimError> {
         if !self.rows {
             return Ok(());
         }
-        self.write_row(event, answer, keys)
+        self.write_row(event, &answer(), keys)
     }
 
     /// Builds the row of one decision and sends it to the sink.

@@ -23,7 +23,7 @@ use std::convert::Infallible;
 
 use super::driver::{Decide, Decided};
 use super::probe::{Probes, earliest_pass, judge};
-use super::record::{Answer, Event};
+use super::record::{Answer, Event, Verdict};
 use crate::algorithm::Algorithm;
 use crate::dense::DenseLimiter;
 use crate::limiter::InsufficientCapacity;
@@ -89,14 +89,15 @@ impl<S: KeyStates> Server<S> {
     }
 
     /// Decides `event` at the clock's instant (check and consume, atomically), and
-    /// judges a denial's advice into `m` when this server has probes.
+    /// judges a denial's advice into `m` when this server has probes. The rest of the
+    /// answer is the states' [`answer`](KeyStates::answer), until the next decision.
     #[inline]
-    pub(super) fn ask(&mut self, event: &Event, m: &mut Metrics) -> Result<Answer, S::Error> {
+    pub(super) fn ask(&mut self, event: &Event, m: &mut Metrics) -> Result<Verdict, S::Error> {
         let now = self.at;
-        let answer = self.states.ask(event, now)?;
+        let verdict = self.states.ask(event, now)?;
         if let Some(probes) = self.probes.as_mut() {
-            match answer.retry_after {
-                _ if answer.allowed => probes.forget(event.key),
+            match verdict.retry_after() {
+                _ if verdict.allowed() => probes.forget(event.key),
                 Some(retry_after) => {
                     if self.forget_on_denial {
                         probes.forget(event.key);
@@ -110,7 +111,14 @@ impl<S: KeyStates> Server<S> {
                 None => {}
             }
         }
-        Ok(answer)
+        Ok(verdict)
+    }
+
+    /// [`ask`](Server::ask), then the whole answer (for a deployment's node).
+    #[inline]
+    pub(super) fn ask_whole(&mut self, event: &Event, m: &mut Metrics) -> Result<Answer, S::Error> {
+        let verdict = self.ask(event, m)?;
+        Ok(self.states.answer(event, verdict))
     }
 
     /// The final sweep at true time `end`, and the memory samples, added into `m`
@@ -137,12 +145,17 @@ impl<S: KeyStates> Decide for Server<S> {
     ) -> Result<Decided, SimError> {
         self.advance(event.time, event.time, event.key)
             .map_err(Into::into)?;
-        let answer = self.ask(event, m).map_err(Into::into)?;
+        let verdict = self.ask(event, m).map_err(Into::into)?;
         Ok(Decided {
-            answer,
+            verdict,
             passes: event.time.saturating_add(self.states.delay()),
             heard: event.time,
         })
+    }
+
+    #[inline]
+    fn answer(&self, event: &Event, verdict: Verdict) -> Answer {
+        self.states.answer(event, verdict)
     }
 
     #[inline]
@@ -299,7 +312,12 @@ pub(super) trait KeyStates {
     type Error: Into<SimError>;
 
     /// Decides `event` at the instant `at` (checks and consumes).
-    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Self::Error>;
+    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Verdict, Self::Error>;
+
+    /// The whole answer to `event`, the latest request [`ask`](KeyStates::ask)ed,
+    /// which got `verdict`: read from the states as that decision left them (nothing
+    /// changes them in between), or kept from it. Changes nothing.
+    fn answer(&self, event: &Event, verdict: Verdict) -> Answer;
 
     /// How long a shaper held back the request the last [`ask`](KeyStates::ask)
     /// admitted (zero for every policer, and for states that do not say).
@@ -363,40 +381,64 @@ impl<A: Algorithm> Local<A> {
     }
 
     /// Asks the limiter about `event` at `self.now`. A cost above the capacity is
-    /// refused before the key is looked up (so it creates no key), and its `remaining`
-    /// is then read without consuming.
+    /// refused before the key is looked up (so it creates no key).
     #[inline]
-    fn answer(&mut self, event: &Event) -> Answer {
+    fn decide(&mut self, event: &Event) -> Verdict {
         let cost = event.cost;
         let decided = crate::limiter::fits(self.limiter.algorithm(), cost).map(|()| {
             self.limiter.with_state(event.key, self.now, |a, s, now| {
                 let outcome = a.acquire(s, now, cost);
-                let d = crate::limiter::decision(a, s, now, cost, outcome.admitted());
-                // A denial consumed nothing: the state still shows which rule bound.
-                let by = (!d.allowed).then(|| a.binding_rule(s, now, cost)).flatten();
-                (d, outcome.delay(), by)
+                let admitted = outcome.admitted();
+                let wait = match admitted {
+                    true => Nanos::ZERO,
+                    false => a.retry_after(s, now, cost).unwrap_or(Nanos::MAX),
+                };
+                (admitted, wait, outcome.delay())
             })
         });
         match decided {
-            Ok((d, delay, by)) => {
+            Ok((allowed, wait, delay)) => {
                 self.delay = delay;
-                Answer {
-                    allowed: d.allowed,
-                    remaining: d.remaining,
-                    retry_after: Some(d.retry_after),
-                    delay,
-                    denied_by: by.map(rule_index),
-                    node: None,
-                }
+                Verdict::fitting(allowed, wait)
             }
-            Err(InsufficientCapacity { .. }) => Answer {
+            Err(InsufficientCapacity { .. }) => Verdict::never_fits(),
+        }
+    }
+
+    /// The rest of the answer [`decide`](Local::decide) gave `event`, read from the
+    /// state it left at `self.now` (as `limiter::decision` reads it there). A cost
+    /// that never fits has its `remaining` read without consuming.
+    fn whole(&self, event: &Event, verdict: Verdict) -> Answer {
+        let Some(retry_after) = verdict.retry_after() else {
+            return Answer {
                 allowed: false,
                 remaining: self.limiter.peek(event.key, self.now).remaining,
                 retry_after: None,
                 delay: Nanos::ZERO,
                 denied_by: self.never_fits_rule(event),
                 node: None,
-            },
+            };
+        };
+        let (a, now, cost) = (self.limiter.algorithm(), self.now, event.cost);
+        let fresh;
+        let s = match self.limiter.state(event.key) {
+            Some(s) => s,
+            None => {
+                fresh = a.new_state(now);
+                &fresh
+            }
+        };
+        // A denial consumed nothing: the state still shows which rule bound.
+        let by = (!verdict.allowed())
+            .then(|| a.binding_rule(s, now, cost))
+            .flatten();
+        Answer {
+            allowed: verdict.allowed(),
+            remaining: a.remaining(s, now),
+            retry_after: Some(retry_after),
+            delay: self.delay,
+            denied_by: by.map(rule_index),
+            node: None,
         }
     }
 
@@ -421,9 +463,13 @@ impl<A: Algorithm> KeyStates for Local<A> {
     type Error = Infallible;
 
     #[inline]
-    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, Infallible> {
+    fn ask(&mut self, event: &Event, at: Nanos) -> Result<Verdict, Infallible> {
         self.now = at;
-        Ok(self.answer(event))
+        Ok(self.decide(event))
+    }
+
+    fn answer(&self, event: &Event, verdict: Verdict) -> Answer {
+        self.whole(event, verdict)
     }
 
     #[inline]
@@ -482,7 +528,7 @@ mod remote {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::super::probe::earliest_pass_by;
-    use super::super::record::{Answer, Event};
+    use super::super::record::{Answer, Event, Verdict};
     use super::{KeyStates, SimError};
     use crate::redis::{Now, RedisError, RedisLimiter};
     use crate::sim::StoreFailure;
@@ -503,6 +549,8 @@ mod remote {
         idle_at: Vec<Option<Nanos>>,
         /// The keys that hold a state in Redis.
         live_keys: Vec<u32>,
+        /// The latest decision's `remaining` and denying rule, for its row.
+        last: (u64, Option<u32>),
     }
 
     impl Remote {
@@ -512,6 +560,7 @@ mod remote {
                 run: RUNS.fetch_add(1, Ordering::Relaxed),
                 idle_at: Vec::new(),
                 live_keys: Vec::new(),
+                last: (0, None),
             }
         }
 
@@ -545,20 +594,14 @@ mod remote {
     impl KeyStates for Remote {
         type Error = SimError;
 
-        fn ask(&mut self, event: &Event, at: Nanos) -> Result<Answer, SimError> {
+        fn ask(&mut self, event: &Event, at: Nanos) -> Result<Verdict, SimError> {
             let name = self.name(event.key);
             if event.cost > self.limiter.capacity() {
                 // Refused before anything is sent, as in memory: no key is created,
                 // and `remaining` is read without consuming.
                 let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
-                return Ok(Answer {
-                    allowed: false,
-                    remaining: peeked.remaining,
-                    retry_after: None,
-                    delay: Nanos::ZERO,
-                    denied_by: None,
-                    node: None,
-                });
+                self.last = (peeked.remaining, None);
+                return Ok(Verdict::never_fits());
             }
             // The composite form also says which rule denied (one round trip either way).
             let all = self
@@ -567,14 +610,21 @@ mod remote {
                 .map_err(failed)?;
             let d = all.decision;
             self.decided(event.key, at, d.reset_after);
-            Ok(Answer {
-                allowed: d.allowed,
-                remaining: d.remaining,
-                retry_after: Some(d.retry_after),
+            let denied_by = all.denied_by.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+            self.last = (d.remaining, denied_by);
+            Ok(Verdict::fitting(d.allowed, d.retry_after))
+        }
+
+        fn answer(&self, _event: &Event, verdict: Verdict) -> Answer {
+            let (remaining, denied_by) = self.last;
+            Answer {
+                allowed: verdict.allowed(),
+                remaining,
+                retry_after: verdict.retry_after(),
                 delay: Nanos::ZERO,
-                denied_by: all.denied_by.map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
+                denied_by,
                 node: None,
-            })
+            }
         }
 
         fn earliest(
