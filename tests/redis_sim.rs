@@ -177,6 +177,50 @@ fn a_scenario_with_several_limits_decides_the_same_on_redis_as_in_memory() {
     }
 }
 
+/// A request costlier than a rule's capacity can never pass; with several rules its
+/// row names the first rule it can never fit (in memory: the first whose wait is
+/// "never"). The store refuses it before any round trip and must name the same rule.
+#[test]
+fn a_request_that_never_fits_names_the_same_rule_on_redis_as_in_memory() {
+    let Some(server) = redis_support::Server::start(&["--requirepass", PASSWORD]) else {
+        return;
+    };
+    let url = server.url_with(&format!("?pass={PASSWORD}"));
+    let work = tempfile::tempdir().unwrap();
+    let scenario = work.path().join("never_fits.toml");
+    // Capacities 20 then 6 (bursts at their default, the max): a cost of 8 fits the
+    // first rule and never the second, a cost of 30 fits neither; costs of 1 keep the
+    // states busy so the costly requests meet fresh and used states alike.
+    fs::write(
+        &scenario,
+        "name = \"never_fits\"\nduration = \"20s\"\nalgorithms = [\"all\"]\n\
+         [[limit]]\nmax_requests = 20\nwindow = \"10s\"\n\
+         [[limit]]\nmax_requests = 6\nwindow = \"1s\"\n\
+         [[traffic]]\nkind = \"poisson\"\nrate = 4\nkeys = 2\n\
+         [[traffic]]\nkind = \"poisson\"\nrate = 1\nkeys = 2\ncost = 8\n\
+         [[traffic]]\nkind = \"poisson\"\nrate = 1\nkeys = 2\ncost = 30\n",
+    )
+    .unwrap();
+    decides_the_same_on_redis(work.path(), &scenario, &url);
+    // The comparison above is only worth something if such rows exist and name a rule.
+    let text = fs::read_to_string(work.path().join("memory-never_fits/decisions.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (cost, by) = (col("cost"), col("denied_by"));
+    let mut named = [0u32; 2];
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        match (f[cost], f[by]) {
+            ("8", "6/1s") => named[0] += 1,
+            ("30", "20/10s") => named[1] += 1,
+            ("8" | "30", other) => panic!("a cost of {} denied by {other:?}", f[cost]),
+            _ => {}
+        }
+    }
+    assert!(named.iter().all(|&n| n > 0), "never-fits rows: {named:?}");
+}
+
 #[test]
 fn a_scenario_with_a_deployment_is_refused_before_anything_is_written() {
     let Some(server) = redis_support::Server::start(&[]) else {

@@ -29,9 +29,14 @@ pub(super) fn driver<'a>(job: Job<'a>, store: &StateBackend) -> Box<dyn Drive + 
     let StateBackend::Memory = store;
     #[cfg(feature = "redis")]
     if let StateBackend::Redis(store) = store {
-        let limiter = remote::limiter(store, job.entry, &rules(job.scenario))
+        let rules = rules(job.scenario);
+        let limiter = remote::limiter(store, job.entry, &rules)
             .expect("the run checked every algorithm against the store before it started");
-        let states = super::server::Remote::new(limiter);
+        let capacities = rules
+            .iter()
+            .map(|r| job.entry.create(*r).capacity())
+            .collect();
+        let states = super::server::Remote::new(limiter, capacities);
         let server = Server::new(job.scenario, states, Nanos::ZERO)
             .judged(job.judged())
             .counting_denials(job.entry.counts_denials());

@@ -551,16 +551,19 @@ mod remote {
         live_keys: Vec<u32>,
         /// The latest decision's `remaining` and denying rule, for its row.
         last: (u64, Option<u32>),
+        /// Each rule's capacity, in the scenario's order: a cost above one never fits.
+        capacities: Vec<u64>,
     }
 
     impl Remote {
-        pub(in crate::sim::engine) fn new(limiter: RedisLimiter) -> Remote {
+        pub(in crate::sim::engine) fn new(limiter: RedisLimiter, capacities: Vec<u64>) -> Remote {
             Remote {
                 limiter,
                 run: RUNS.fetch_add(1, Ordering::Relaxed),
                 idle_at: Vec::new(),
                 live_keys: Vec::new(),
                 last: (0, None),
+                capacities,
             }
         }
 
@@ -598,9 +601,11 @@ mod remote {
             let name = self.name(event.key);
             if event.cost > self.limiter.capacity() {
                 // Refused before anything is sent, as in memory: no key is created,
-                // and `remaining` is read without consuming.
+                // `remaining` is read without consuming, and the row names the first
+                // rule the cost can never fit (memory's longest wait: "never").
                 let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
-                self.last = (peeked.remaining, None);
+                let by = self.capacities.iter().position(|&c| event.cost > c);
+                self.last = (peeked.remaining, by.map(super::rule_index));
                 return Ok(Verdict::never_fits());
             }
             // The composite form also says which rule denied (one round trip either way).
