@@ -380,3 +380,43 @@ fn the_aligned_entries_build_each_wall_clock_preset_at_the_origin() {
         assert!(differs, "{name}: the origin changed no decision");
     }
 }
+
+/// HAProxy's milliseconds are the wall clock's, parity included: t = 0 lies `origin mod
+/// 2 ms` past an even millisecond (`Haproxy::at`), and an instant's millisecond counts
+/// that phase in, to the nanosecond. 3 per 1 s, three hits at t = 0 start a period at
+/// the even millisecond at or before t = 0; one more is room again once the second
+/// period has begun and less than all of the first weighs, i.e. from millisecond 1,001
+/// of that count. From an even millisecond (origin 0, 2 ms, or the Unix time
+/// 1,700,000,000 s) that is t = 1,001 ms; from an odd one (1 ms, 3 ms, 1,700,000,000.001
+/// s) a millisecond earlier, t = 1,000 ms; from 1.5 ms past an even one, t = 999.5 ms.
+/// Rules out a phase taken modulo anything but 2 ms, a phase rounded to whole
+/// milliseconds, and a phase not added to the instant's own fraction of a millisecond.
+#[test]
+fn haproxy_counts_its_milliseconds_from_the_wall_clocks_phase() {
+    let ms = 1_000_000;
+    let cases = [
+        (0, 1_001 * ms),
+        (2 * ms, 1_001 * ms),
+        (1_700_000_000_000 * ms, 1_001 * ms),
+        (ms, 1_000 * ms),
+        (3 * ms, 1_000 * ms),
+        (1_700_000_000_001 * ms, 1_000 * ms),
+        (3 * ms / 2, 999 * ms + ms / 2),
+    ];
+    for (origin, room_at) in cases {
+        let h = Haproxy::at(
+            rule(3, 1_000 * ms, 3),
+            EpochOffset::from_nanos(i128::from(origin)),
+        );
+        let mut s = h.new_state(Nanos::ZERO);
+        for _ in 0..3 {
+            assert!(h.try_acquire(&mut s, Nanos::ZERO, 1), "origin {origin}");
+        }
+        let room = |t: u64| h.remaining(&s, Nanos::new(t));
+        assert_eq!(
+            (room(room_at - 1), room(room_at)),
+            (0, 1),
+            "origin {origin} ns: room from {room_at} ns"
+        );
+    }
+}
