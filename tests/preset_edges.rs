@@ -5,7 +5,10 @@
 //! `presets` mutation area (scripts/mutants.sh) runs this file without the `cli` build;
 //! tests/edges/presets.rs has the same kind of tests through the simulator.
 
-use ratesim::presets::{EnvoyLocal, Governor, Haproxy, Nginx, NginxParams};
+use ratesim::presets::{
+    ALIGNED, EnvoyLocal, EnvoyRateLimit, EpochOffset, Governor, Haproxy,
+    LimitsSlidingWindowCounter, Nginx, NginxParams, aligned_entries,
+};
 use ratesim::{Algorithm, BoxedAlgorithm, Nanos, Outcome, Rule};
 
 fn rule(n: u64, window_ns: u64, burst: u64) -> Rule {
@@ -300,4 +303,120 @@ fn haproxy_reads_its_rate_weighted_with_the_low_rate_correction() {
     assert_eq!(h.rate(&three, at(1_500)), 1, "3 weighted by about ½");
     assert_eq!(h.rate(&one, at(1_500)), 1, "the low-rate correction");
     assert_eq!(h.rate(&one, at(2_500)), 0, "two periods on");
+}
+
+/// An [`EpochOffset`] gives back the instant it was made from, before the epoch too.
+/// Rules out an accessor that answers a constant (0, 1 or −1).
+#[test]
+fn an_epoch_offset_gives_back_its_instant() {
+    for ns in [
+        1_700_000_000_123_456_789i128,
+        -7,
+        2,
+        i128::from(u64::MAX) * 3,
+    ] {
+        assert_eq!(EpochOffset::from_nanos(ns).as_nanos(), ns);
+    }
+}
+
+/// The entries the simulator puts over the standard ones when a run's t = 0 lies
+/// elsewhere on the wall clock (`aligned_entries`): one per preset in `ALIGNED`, under
+/// its name, a preset counting refusals as the standard entry does, and built at that
+/// origin: on a stream its decisions are those of the preset's `at(rule, origin)`,
+/// which differ from the standard entry's (t = 0 at the epoch). The origin lies 0.5 s
+/// and one odd millisecond past a whole second, so envoy's and `limits`' windows and
+/// HAProxy's millisecond parity all move (for HAProxy, `N` hits at t = 0 and one at
+/// t = W: at the origin the second period has begun a millisecond earlier and the
+/// first weighs `N · (W − 1 ms) / W`, floored to `N − 1`, so the hit passes; at the
+/// epoch it weighs `N` and the hit is refused). Rules out no entries, an entry that is not
+/// the preset, and an entry built at the epoch.
+#[test]
+fn the_aligned_entries_build_each_wall_clock_preset_at_the_origin() {
+    let origin = EpochOffset::from_nanos(1_700_000_000_501_000_000);
+    let entries = aligned_entries(origin);
+    let mut names: Vec<&str> = entries.iter().map(|e| e.name()).collect();
+    names.sort_unstable();
+    let mut want = ALIGNED.to_vec();
+    want.sort_unstable();
+    assert_eq!(names, want);
+    let standard = ratesim::Registry::standard();
+    for e in &entries {
+        let name = e.name();
+        let at_epoch = standard.entry(name).unwrap();
+        assert!(e.is_preset(), "{name}");
+        assert_eq!(e.counts_denials(), at_epoch.counts_denials(), "{name}");
+        let mut differs = false;
+        for (i, r) in contract_rules().into_iter().enumerate() {
+            let direct = match name {
+                "envoy" => BoxedAlgorithm::new(EnvoyRateLimit::at(r, origin)),
+                "haproxy" => BoxedAlgorithm::new(Haproxy::at(r, origin)),
+                _ => BoxedAlgorithm::new(LimitsSlidingWindowCounter::at(r, origin)),
+            };
+            let [a, d, z] = [e.create(r), direct, at_epoch.create(r)];
+            let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ i as u64);
+            let steps = stream(&mut rng, r.window().as_u64(), 300);
+            let start = steps[0].0;
+            let (mut sa, mut sd, mut sz) =
+                (a.new_state(start), d.new_state(start), z.new_state(start));
+            for (step, (now, cost)) in steps.into_iter().enumerate() {
+                let got = a.try_acquire(&mut sa, now, cost);
+                assert_eq!(
+                    got,
+                    d.try_acquire(&mut sd, now, cost),
+                    "{name}, rule {i}, step {step}"
+                );
+                differs |= got != z.try_acquire(&mut sz, now, cost);
+            }
+            // N at t = 0, then one at t = W: HAProxy's period started a millisecond
+            // earlier on the odd millisecond, so less of the first period weighs.
+            let (mut sa, mut sz) = (a.new_state(Nanos::ZERO), z.new_state(Nanos::ZERO));
+            for _ in 0..r.max_requests() {
+                a.try_acquire(&mut sa, Nanos::ZERO, 1);
+                z.try_acquire(&mut sz, Nanos::ZERO, 1);
+            }
+            let w = r.window();
+            differs |= a.try_acquire(&mut sa, w, 1) != z.try_acquire(&mut sz, w, 1);
+        }
+        assert!(differs, "{name}: the origin changed no decision");
+    }
+}
+
+/// HAProxy's milliseconds are the wall clock's, parity included: t = 0 lies `origin mod
+/// 2 ms` past an even millisecond (`Haproxy::at`), and an instant's millisecond counts
+/// that phase in, to the nanosecond. 3 per 1 s, three hits at t = 0 start a period at
+/// the even millisecond at or before t = 0; one more is room again once the second
+/// period has begun and less than all of the first weighs, i.e. from millisecond 1,001
+/// of that count. From an even millisecond (origin 0, 2 ms, or the Unix time
+/// 1,700,000,000 s) that is t = 1,001 ms; from an odd one (1 ms, 3 ms, 1,700,000,000.001
+/// s) a millisecond earlier, t = 1,000 ms; from 1.5 ms past an even one, t = 999.5 ms.
+/// Rules out a phase taken modulo anything but 2 ms, a phase rounded to whole
+/// milliseconds, and a phase not added to the instant's own fraction of a millisecond.
+#[test]
+fn haproxy_counts_its_milliseconds_from_the_wall_clocks_phase() {
+    let ms = 1_000_000;
+    let cases = [
+        (0, 1_001 * ms),
+        (2 * ms, 1_001 * ms),
+        (1_700_000_000_000 * ms, 1_001 * ms),
+        (ms, 1_000 * ms),
+        (3 * ms, 1_000 * ms),
+        (1_700_000_000_001 * ms, 1_000 * ms),
+        (3 * ms / 2, 999 * ms + ms / 2),
+    ];
+    for (origin, room_at) in cases {
+        let h = Haproxy::at(
+            rule(3, 1_000 * ms, 3),
+            EpochOffset::from_nanos(i128::from(origin)),
+        );
+        let mut s = h.new_state(Nanos::ZERO);
+        for _ in 0..3 {
+            assert!(h.try_acquire(&mut s, Nanos::ZERO, 1), "origin {origin}");
+        }
+        let room = |t: u64| h.remaining(&s, Nanos::new(t));
+        assert_eq!(
+            (room(room_at - 1), room(room_at)),
+            (0, 1),
+            "origin {origin} ns: room from {room_at} ns"
+        );
+    }
 }
