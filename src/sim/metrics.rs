@@ -323,18 +323,20 @@ impl WindowTracker {
     }
 
     /// Drops admissions that no longer count at `t`: one at `a` counts in `(t − W, t]`
-    /// exactly while `a + W > t`.
+    /// exactly while `a + W > t`, that is `a > t − W` (all of them while `t < W`).
     ///
     /// The tracked key hears one change per admission instant that expires: the FIFO
     /// can hold several entries for one key and instant (another key admitted between
     /// them), and they all expire in the same call, so they are reported together,
     /// with the count after the last of them — never a count that held at no instant.
     fn expire(&mut self, t: Nanos, on_tracked_change: &mut impl FnMut(Nanos, u64)) {
+        let Some(cutoff) = t.as_u64().checked_sub(self.window) else {
+            return;
+        };
         // The tracked key's expiry not yet reported: (admission instant, expiry, count).
         let mut pending: Option<(Nanos, Nanos, u64)> = None;
         while let Some(&Admission { at, cost, key }) = self.live.front() {
-            let expiry = u128::from(at.as_u64()) + u128::from(self.window);
-            if expiry > u128::from(t.as_u64()) {
+            if at.as_u64() > cutoff {
                 break;
             }
             self.live.pop_front();
@@ -349,7 +351,8 @@ impl WindowTracker {
                 {
                     on_tracked_change(instant, c);
                 }
-                pending = Some((at, Nanos::saturating_from_u128(expiry), *count));
+                let expiry = Nanos::new(at.as_u64().saturating_add(self.window));
+                pending = Some((at, expiry, *count));
             }
         }
         if let Some((_, instant, c)) = pending {
