@@ -420,3 +420,45 @@ fn haproxy_counts_its_milliseconds_from_the_wall_clocks_phase() {
         );
     }
 }
+
+/// nginx's clock going back lets no time pass and does not move `last` back: 1 r/s,
+/// burst 5 (six in a burst). One request at 1,000 ms and one at 0 ms (a step back) are
+/// two requests at the same instant, so at 1,000 ms four more fit. Rules out moving
+/// `last` back to 0 ms (the second request would then have leaked a whole second:
+/// five left), and a step back refused or counted as elapsed time.
+#[test]
+fn nginx_lets_no_time_pass_when_the_clock_steps_back() {
+    let ms = 1_000_000;
+    let params = NginxParams {
+        burst: 5,
+        ..NginxParams::default()
+    };
+    let nginx = Nginx::new(rule(1, 1_000 * ms, 1), params);
+    let mut s = nginx.new_state(Nanos::new(1_000 * ms));
+    assert!(nginx.try_acquire(&mut s, Nanos::new(1_000 * ms), 1));
+    assert!(nginx.try_acquire(&mut s, Nanos::ZERO, 1));
+    assert_eq!(nginx.remaining(&s, Nanos::new(1_000 * ms)), 4);
+    assert_eq!(nginx.remaining(&s, Nanos::new(2_000 * ms)), 5);
+}
+
+/// A key nginx has not seen is a new node: its first request is free and `burst` more
+/// follow, so a request of the whole capacity (`burst + 1`) passes now and the state
+/// is already fresh. Rules out reading an unseen state as one seen at its creation
+/// with no excess (a wait of one request's leak, 1 s at 1 r/s, before it is "fresh").
+#[test]
+fn nginx_answers_an_unseen_key_as_a_new_node() {
+    let ms = 1_000_000;
+    let params = NginxParams {
+        burst: 3,
+        ..NginxParams::default()
+    };
+    let nginx = Nginx::new(rule(1, 1_000 * ms, 1), params);
+    let now = Nanos::new(5_000 * ms);
+    let s = nginx.new_state(now);
+    assert_eq!(nginx.capacity(), 4);
+    assert_eq!(nginx.reset_after(&s, now), Nanos::ZERO);
+    assert_eq!(nginx.retry_after(&s, now, 4), Some(Nanos::ZERO));
+    assert_eq!(nginx.retry_after(&s, now, 5), None);
+    let mut taken = s.clone();
+    assert!(nginx.try_acquire(&mut taken, now, 4));
+}

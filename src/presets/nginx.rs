@@ -9,7 +9,9 @@
 //!   `excess' = max(0, excess − rate·(now − last)/1000 + 1000)` (integer division, `rate`
 //!   in thousandths of a request per second) and is refused (503) when
 //!   `excess' > burst·1000`; refusing changes nothing. Otherwise `excess = excess'`, and
-//!   `last = now` only when `now ≠ last` (`ngx_http_limit_req_lookup`). A key's first
+//!   `last = now` only when `now > last`: a clock that steps back lets no time pass and
+//!   leaves `last` (nginx clamps a step back of under 60 s to 0 ms and then leaves
+//!   `last`; `ngx_http_limit_req_lookup`). A key's first
 //!   request starts at `excess = 0` (a new node), so it is free.
 //! - **Rate as nginx parses it.** `rate=Xr/s` is `1000·X`, `rate=Xr/m` is
 //!   `floor(1000·X / 60)`: `1r/m` is 16 thousandths per second, a request every 62.5 s,
