@@ -459,6 +459,6 @@ fn nginx_answers_an_unseen_key_as_a_new_node() {
     assert_eq!(nginx.reset_after(&s, now), Nanos::ZERO);
     assert_eq!(nginx.retry_after(&s, now, 4), Some(Nanos::ZERO));
     assert_eq!(nginx.retry_after(&s, now, 5), None);
-    let mut taken = s.clone();
+    let mut taken = s;
     assert!(nginx.try_acquire(&mut taken, now, 4));
 }
