@@ -394,6 +394,15 @@ fn a_delayed_admission_counts_when_it_passes_and_not_after_the_run_ends() {
     }
 }
 
+/// Three requests at 1,700,000,030 s (22:13:50 UTC) and one at 1,700,000,045 s
+/// (22:14:05) from one client: the epoch tests' trace.
+const EPOCH_TRACE: &str = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+
+/// envoy at 3 per minute on [`EPOCH_TRACE`] written as `t.csv`, times read as Unix seconds.
+const ENVOY_ON_EPOCH_TRACE: &str = "name = \"epoch\"\nduration = \"2m\"\nalgorithms = [\"envoy\"]\n\
+    [limit]\nmax_requests = 3\nwindow = \"1m\"\n\
+    [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\ntime_format = \"epoch_s\"\n";
+
 /// envoy's windows are aligned to the Unix epoch, so on a trace of absolute times they
 /// must fall on the epoch's whole minutes, whatever instant the trace starts at. 3 per
 /// minute: three requests at 1,700,000,030 s (22:13:50 UTC) fill the minute that ends at
@@ -405,11 +414,8 @@ fn a_delayed_admission_counts_when_it_passes_and_not_after_the_run_ends() {
 #[test]
 fn envoy_aligns_to_the_unix_epoch_on_a_trace_of_absolute_times() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
-    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
-    let text = "name = \"epoch\"\nduration = \"2m\"\nalgorithms = [\"envoy\"]\n\
-                [limit]\nmax_requests = 3\nwindow = \"1m\"\n\
-                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\ntime_format = \"epoch_s\"\n";
+    std::fs::write(dir.path().join("t.csv"), EPOCH_TRACE).unwrap();
+    let text = ENVOY_ON_EPOCH_TRACE;
     let scenario = crate::sim_support::parse_at(text, &dir.path().join("epoch.toml"));
     let (_, decisions) = crate::sim_support::run_capturing(&scenario, 1);
     let allowed: Vec<bool> = decisions[0].iter().map(|r| r.allowed).collect();
@@ -441,7 +447,7 @@ fn on_trace(trace: &str, trace_fields: &str, algorithms: &[&str], limit: &str) -
 /// t = 0 = 22:13:30) would put all four in one window and refuse the fourth.
 #[test]
 fn envoy_takes_the_epoch_from_the_traces_origin_when_it_has_one() {
-    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+    let csv = EPOCH_TRACE;
     let origin = "time_format = \"epoch_s\"\norigin = \"2023-11-14T22:13:30Z\"\n";
     let limit = "max_requests = 3\nwindow = \"1m\"\n";
     let got = on_trace(csv, origin, &["envoy"], limit);
@@ -494,7 +500,7 @@ fn haproxy_counts_the_wall_clocks_milliseconds_and_their_parity() {
 /// 22:14:05) each refuses the fourth, where envoy passes it.
 #[test]
 fn presets_whose_peer_ignores_the_wall_clock_keep_t0_on_a_trace_of_absolute_times() {
-    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
+    let csv = EPOCH_TRACE;
     let algorithms = [
         "envoy",
         "envoy_local",
@@ -555,11 +561,8 @@ fn two_traces_with_different_t0_are_refused_to_an_aligned_preset_and_one_origin_
 #[test]
 fn sweeps_and_deployments_align_envoy_to_the_epoch_too() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = "time_s,key\n1700000030,c\n1700000030,c\n1700000030,c\n1700000045,c\n";
-    std::fs::write(dir.path().join("t.csv"), csv).unwrap();
-    let text = "name = \"epoch\"\nduration = \"2m\"\nalgorithms = [\"envoy\"]\n\
-                [limit]\nmax_requests = 3\nwindow = \"1m\"\n\
-                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\ntime_format = \"epoch_s\"\n";
+    std::fs::write(dir.path().join("t.csv"), EPOCH_TRACE).unwrap();
+    let text = ENVOY_ON_EPOCH_TRACE;
     let path = dir.path().join("epoch.toml");
     let scenario = crate::sim_support::parse_at(text, &path);
     let rules = [3, 2].map(|n| Rule::new(n, Nanos::from_secs(60)).unwrap());
