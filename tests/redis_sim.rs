@@ -73,6 +73,14 @@ fn summary_without_state_bytes(path: &Path) -> (Vec<Vec<String>>, Vec<String>) {
 /// Runs `scenario` in memory and on the store at `url` (whose password is `PASSWORD`),
 /// in `work`, and checks that both wrote the same decisions, window counts and summary,
 /// and that the password is in nothing the Redis run wrote or printed.
+/// A redis-server of its own that asks for [`PASSWORD`], and the store URL that gives
+/// it; `None` (the skip already said why) without `redis-server`.
+fn protected_server() -> Option<(redis_support::Server, String)> {
+    let server = redis_support::Server::start(&["--requirepass", PASSWORD])?;
+    let url = server.url_with(&format!("?pass={PASSWORD}"));
+    Some((server, url))
+}
+
 fn decides_the_same_on_redis(work: &Path, scenario: &Path, url: &str) {
     let name = scenario.file_stem().unwrap().to_str().unwrap();
     let path = scenario.to_str().unwrap();
@@ -128,10 +136,9 @@ fn decides_the_same_on_redis(work: &Path, scenario: &Path, url: &str) {
 
 #[test]
 fn every_bundled_scenario_decides_the_same_on_redis_as_in_memory() {
-    let Some(server) = redis_support::Server::start(&["--requirepass", PASSWORD]) else {
+    let Some((server, url)) = protected_server() else {
         return;
     };
-    let url = server.url_with(&format!("?pass={PASSWORD}"));
     let work = tempfile::tempdir().unwrap();
     let mut compared = 0;
     for scenario in scenarios().iter().filter(|s| !has_deployment(s)) {
@@ -150,10 +157,9 @@ fn every_bundled_scenario_decides_the_same_on_redis_as_in_memory() {
 /// composite does (a limiter built from the first rule alone would admit more).
 #[test]
 fn a_scenario_with_several_limits_decides_the_same_on_redis_as_in_memory() {
-    let Some(server) = redis_support::Server::start(&["--requirepass", PASSWORD]) else {
+    let Some((_server, url)) = protected_server() else {
         return;
     };
-    let url = server.url_with(&format!("?pass={PASSWORD}"));
     let work = tempfile::tempdir().unwrap();
     let scenario = work.path().join("two_limits.toml");
     fs::write(
@@ -182,10 +188,9 @@ fn a_scenario_with_several_limits_decides_the_same_on_redis_as_in_memory() {
 /// "never"). The store refuses it before any round trip and must name the same rule.
 #[test]
 fn a_request_that_never_fits_names_the_same_rule_on_redis_as_in_memory() {
-    let Some(server) = redis_support::Server::start(&["--requirepass", PASSWORD]) else {
+    let Some((_server, url)) = protected_server() else {
         return;
     };
-    let url = server.url_with(&format!("?pass={PASSWORD}"));
     let work = tempfile::tempdir().unwrap();
     let scenario = work.path().join("never_fits.toml");
     // Capacities 20 then 6 (bursts at their default, the max): a cost of 8 fits the
