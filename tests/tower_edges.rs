@@ -149,6 +149,8 @@ fn joining_endpoint_decisions_gives_the_memory_stores_verdict() {
             &["ratelimit-policy", "ratelimit", "retry-after"]
         };
         assert_eq!(names, expected, "round {round}");
+        assert_eq!(got.headers.len(), expected.len(), "round {round}");
+        assert!(!got.headers.is_empty(), "round {round}");
         let policy = got.headers.policy.as_ref().unwrap().to_str().unwrap();
         let listed = if round < 2 { 2 } else { 1 };
         assert_eq!(
@@ -201,4 +203,12 @@ fn the_layer_is_ready_when_the_inner_service_is_and_passes_its_error_on() {
     assert_eq!(ready(true, false), Poll::Ready(Ok(())));
     assert_eq!(ready(false, false), Poll::Pending);
     assert_eq!(ready(true, true), Poll::Ready(Err("broken")));
+}
+
+/// An unlimited route's fields: none present, and `len`/`is_empty` say so.
+#[test]
+fn header_fields_with_nothing_present_are_empty() {
+    let none = ratesim::tower::HeaderFields::default();
+    assert_eq!((none.len(), none.is_empty()), (0, true));
+    assert_eq!(none.iter().count(), 0);
 }
