@@ -289,3 +289,53 @@ fn an_unreachable_store_or_a_wrong_password_fails_before_anything_is_written() {
         );
     }
 }
+
+/// With open clients, the decisions of different clients go to Redis together, a
+/// pipeline of them per round trip (issue 30, item 8), and decide as memory does: 8,000
+/// requests over 400 clients, each far under its limit, took 8,000 round trips when each
+/// decision was its own call; a pipeline holds each client at most once, so with 400
+/// equally likely clients most pipelines hold well over four.
+#[test]
+fn the_decisions_of_different_clients_share_round_trips_and_decide_as_in_memory() {
+    use ratesim::redis::RedisStore;
+    use ratesim::sim::{self, RunOptions, Scenario, StateBackend};
+    let Some((_server, url)) = protected_server() else {
+        return;
+    };
+    let text = "name = \"many_clients\"\nduration = \"40s\"\nseed = 3\n\
+                algorithms = [\"token_bucket\"]\n\
+                [limit]\nmax_requests = 10\nwindow = \"1s\"\n\
+                [[traffic]]\nkind = \"poisson\"\nrate = 200\nkeys = 400\n";
+    let scenario = Scenario::parse(text, Path::new("many_clients.toml")).unwrap();
+    let store = RedisStore::builder("pipelined")
+        .server(&url)
+        .stop_after_failure()
+        .open()
+        .unwrap();
+    let backend = StateBackend::Redis(store.clone());
+    let on_redis = RunOptions {
+        threads: 1,
+        store: &backend,
+        ..RunOptions::default()
+    };
+    let noop = &mut |_: &str| Ok(Box::new(sim::NoopSink) as Box<dyn sim::DecisionSink>);
+    let remote = sim::run(&scenario, &on_redis, noop).unwrap();
+    let memory = RunOptions {
+        threads: 1,
+        ..RunOptions::default()
+    };
+    let local = sim::run(&scenario, &memory, noop).unwrap();
+    let (r, m) = (&remote.algorithms[0].metrics, &local.algorithms[0].metrics);
+    assert_eq!(
+        (r.attempts, r.allowed, r.denied, r.max_in_window),
+        (m.attempts, m.allowed, m.denied, m.max_in_window)
+    );
+    assert!(r.attempts > 7_000, "{} requests", r.attempts);
+    let exchanges = store.exchanges();
+    assert!(
+        exchanges * 4 < r.attempts,
+        "{exchanges} exchanges with Redis for {} decisions",
+        r.attempts
+    );
+    store.remove_all().unwrap();
+}

@@ -277,14 +277,74 @@ impl RedisLimiter {
                             })
                             .collect();
                     }
-                    // EVALSHA in a pipeline is not retried on NOSCRIPT: load first.
-                    script.load(con)?;
-                    pipe.query(con)
+                    pipelined(con, &pipe, script)
                 })
                 .map_err(|error| self.unavailable(error))?;
             evicted.extend(replies.into_iter().map(|r| r == 1));
         }
         Ok(evicted)
+    }
+
+    /// Decides several requests at the caller's instants in one round trip: a pipeline
+    /// of the calls [`try_acquire_n`](RedisLimiter::try_acquire_n) would send (the
+    /// server runs them in order, so a key may appear more than once), each answered
+    /// with its decision and the part that denied it (the longest wait, as
+    /// [`try_acquire_all`](RedisLimiter::try_acquire_all) names it). For the simulator,
+    /// whose clients' decisions are independent. Every cost must fit the capacity.
+    ///
+    /// At most once, as every call: nothing is resent. A failure fails the whole batch
+    /// and leaves every outcome unknown (some calls may have run); a state loss is not
+    /// recovered here (the simulator's store stops at the first one). One call per key
+    /// on a cluster, whose connection does not pipeline.
+    pub(crate) fn decide_many(
+        &self,
+        calls: &[(&str, u64, Nanos)],
+    ) -> Result<Vec<(Decision, Option<usize>)>, RedisError> {
+        let Some(&(_, _, first)) = calls.first() else {
+            return Ok(Vec::new());
+        };
+        let script = script::script_for_call(&self.parts, Mode::Decide(Some(first)), false);
+        let mut pipe = redis::pipe();
+        for &(key, cost, at) in calls {
+            debug_assert!(
+                cost <= self.capacity(),
+                "decide_many: a cost above the capacity"
+            );
+            let mut keys = self.redis_keys(key, Now::Caller(at));
+            keys.extend(self.store.marker().map(str::to_owned));
+            let args = script::arguments(&self.parts, cost, Mode::Decide(Some(at)), false);
+            pipe.cmd("EVALSHA")
+                .arg(script.get_hash())
+                .arg(keys.len())
+                .arg(keys)
+                .arg(args);
+        }
+        let replies: Vec<Vec<i64>> = self
+            .store
+            .with_connection(self.timeout, |con| {
+                if !con.supports_pipelining() {
+                    return (calls.iter())
+                        .map(|&(key, cost, at)| {
+                            let mut call = script.prepare_invoke();
+                            call.key(self.redis_keys(key, Now::Caller(at)));
+                            call.key(self.store.marker());
+                            call.arg(script::arguments(
+                                &self.parts,
+                                cost,
+                                Mode::Decide(Some(at)),
+                                false,
+                            ));
+                            call.invoke::<Vec<i64>>(con)
+                        })
+                        .collect();
+                }
+                pipelined(con, &pipe, script)
+            })
+            .map_err(|error| self.unavailable(error))?;
+        Ok(replies
+            .iter()
+            .map(|r| script::decision_and_denier(&script::decode(r, self.parts.len(), false)))
+            .collect())
     }
 
     fn call(
@@ -328,6 +388,35 @@ impl RedisLimiter {
             .max()
             .unwrap_or_default()
     }
+}
+
+/// Sends `pipe`, `EVALSHA`s of `script`, and reads one reply per command. Unlike
+/// `Pipeline::query`, which folds the server's errors into one, the first error reply is
+/// returned as itself, so its code (`STATELOST`, …) is classified as a single call's
+/// would be.
+///
+/// A pipelined `EVALSHA` is not retried on `NOSCRIPT` by redis-rs. Here, when every
+/// reply is `NOSCRIPT` (a server that never saw the script, or flushed its scripts),
+/// nothing ran, so the script is loaded and the pipeline sent once more: at most once
+/// still holds, and a server that has the script costs no `SCRIPT LOAD` (one per
+/// pipeline cost the simulator a round trip and ~9 µs of server time per batch). A
+/// pipeline only partly answered `NOSCRIPT` (the scripts flushed mid-way) is an error.
+fn pipelined<T: redis::FromRedisValue>(
+    con: &mut dyn redis::ConnectionLike,
+    pipe: &redis::Pipeline,
+    script: &redis::Script,
+) -> redis::RedisResult<Vec<T>> {
+    let packed = pipe.get_packed_pipeline();
+    let mut replies = con.req_packed_commands(&packed, 0, pipe.len())?;
+    let noscript =
+        |r: &redis::Value| matches!(r, redis::Value::ServerError(e) if e.code() == "NOSCRIPT");
+    if !replies.is_empty() && replies.iter().all(noscript) {
+        script.load(con)?;
+        replies = con.req_packed_commands(&packed, 0, pipe.len())?;
+    }
+    (replies.into_iter())
+        .map(|reply| Ok(redis::from_redis_value(reply.extract_error()?)?))
+        .collect()
 }
 
 /// A decision at `now` writes the state, with a TTL when the server's clock decides.

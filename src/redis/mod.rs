@@ -114,7 +114,7 @@ pub use limiter::{RedisLimiter, Scripted};
 pub use marker::{MARKER_TTL, MARKER_TTL_SERVER};
 pub use script::{CALLER_TTL, CLIENT_COMMANDS, Part, SCRIPT_COMMANDS};
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -182,6 +182,8 @@ struct Inner {
     marker: Option<String>,
     /// How many times a call found the marker gone ([`RedisStore::state_losses`]).
     losses: AtomicU64,
+    /// [`RedisStore::exchanges`].
+    exchanges: AtomicU64,
 }
 
 /// Where the store's connections go.
@@ -299,6 +301,7 @@ impl RedisStore {
         if let Some(first) = self.stopped() {
             return Err(first);
         }
+        self.inner.exchanges.fetch_add(1, Ordering::Relaxed);
         let result = self.cleanup_connection(timeout, f);
         if let Err(e) = &result
             && self.inner.stop_after_failure
@@ -315,6 +318,14 @@ impl RedisStore {
             stopped.get_or_insert_with(|| e.clone());
         }
         result
+    }
+
+    /// How many exchanges with Redis this store's blocking calls have begun: one per
+    /// decision, peek, or pipeline of several (the simulator's decisions of different
+    /// clients, an eviction sweep), counted whether or not it succeeded. Connecting,
+    /// authenticating and loading a script are not counted.
+    pub fn exchanges(&self) -> u64 {
+        self.inner.exchanges.load(Ordering::Relaxed)
     }
 
     /// Why every call fails at once: the first unknown-outcome failure of a store built
@@ -542,6 +553,7 @@ impl RedisStoreBuilder {
                 stopped: Mutex::new(None),
                 marker,
                 losses: AtomicU64::new(0),
+                exchanges: AtomicU64::new(0),
             }),
         };
         store.with_connection(OPEN_TIMEOUT, |con| {

@@ -318,6 +318,18 @@ pub(super) fn composite_decision(replies: &[PartReply]) -> CompositeDecision {
     }
 }
 
+/// [`decision`] and the part that denied (the longest wait, as [`composite_decision`]
+/// names it), from a reply without per-part detail.
+pub(super) fn decision_and_denier(replies: &[PartReply]) -> (Decision, Option<usize>) {
+    let decision = decision(replies);
+    let denied_by = if decision.allowed {
+        None
+    } else {
+        longest_wait(replies.iter().map(|r| r.wait))
+    };
+    (decision, denied_by)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{FILES, SCRIPT_COMMANDS};

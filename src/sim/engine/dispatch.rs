@@ -36,7 +36,7 @@ pub(super) fn driver<'a>(job: Job<'a>, store: &StateBackend) -> Box<dyn Drive + 
             .iter()
             .map(|r| job.entry.create(*r).capacity())
             .collect();
-        let states = super::server::Remote::new(limiter, capacities);
+        let states = super::remote::Remote::new(limiter, capacities);
         let server = Server::new(job.scenario, states, Nanos::ZERO)
             .judged(job.judged())
             .counting_denials(job.entry.counts_denials());

@@ -50,6 +50,11 @@ pub(super) trait Decide {
     /// cache. Changes nothing.
     fn prefetch(&self, _key: u32) {}
 
+    /// The arrivals of the next chunk, about to be decided in order with nothing else
+    /// in between (called only then: open clients, every key looked at). A decider
+    /// whose answers come from afar may decide several at once (see `remote`).
+    fn upcoming(&mut self, _arrivals: &[(u64, Arrival)]) {}
+
     /// The run ended at `end`: the final sweeps, and what was measured of the
     /// deciders themselves (memory, nodes), into `report`.
     fn finish(self, end: Nanos, report: &mut AlgorithmReport) -> Result<(), SimError>;
@@ -223,6 +228,12 @@ impl<'a, D: Decide> Driver<'a, D> {
         self.step(event, log_allowed, keys)
     }
 
+    /// Whether the chunk's arrivals are decided exactly in their order with nothing in
+    /// between: no retries, and every key looked at (see [`Decide::upcoming`]).
+    fn in_stream_order(&self) -> bool {
+        self.retry.is_none() && self.only_key.is_none()
+    }
+
     /// The earliest queued retry due at or before `time`, if any.
     #[inline]
     fn next_retry(&mut self, time: Nanos) -> Option<Event> {
@@ -252,6 +263,9 @@ impl<D: Decide> Drive for Driver<'_, D> {
     ) {
         if self.error.is_some() {
             return;
+        }
+        if self.in_stream_order() {
+            self.decider.upcoming(chunk);
         }
         for (i, &(seq, a)) in chunk.iter().enumerate() {
             if let Some((_, ahead)) = chunk.get(i + crate::prefetch::AHEAD) {

@@ -37,7 +37,7 @@
 //!   arrivals only, replayed from the first pass's compact history when the stream is
 //!   a trace (so no line is parsed twice), drawn again from the seed otherwise.
 //!
-//! ## Where each concept lives: ten files, read top-down
+//! ## Where each concept lives: eleven files, read top-down
 //! Each file imports only files listed below it (and this face imports the public
 //! items it re-exports), so the folder reads from the run down to plain data with no
 //! arrow running back up. One open-client arrival goes `run` → `stream` (its chunk and
@@ -49,6 +49,8 @@
 //!   worker thread per group, each group's passes, the reports in order.
 //! - `dispatch`: registry entries to monomorphised drivers (the one place), and
 //!   whether a store can run them ([`check_store`]).
+//! - `remote` (feature `redis`): the key states in Redis, each decision a script call,
+//!   several clients' decisions sent in one pipeline ahead of their turn.
 //! - `stream`: what a pass is fed — the stream a chunk at a time, fanned out to several
 //!   workers, the history a second pass replays — and the exact reference's decisions.
 //! - `deployment`: a scenario's `[deployment]`: the balancer, the servers and the store
@@ -68,6 +70,8 @@ mod dispatch;
 mod driver;
 mod probe;
 mod record;
+#[cfg(feature = "redis")]
+mod remote;
 mod run;
 mod server;
 mod stream;

@@ -27,6 +27,7 @@ use super::record::{Answer, Event, Verdict};
 use crate::algorithm::Algorithm;
 use crate::dense::DenseLimiter;
 use crate::limiter::InsufficientCapacity;
+use crate::sim::traffic::Arrival;
 use crate::sim::{AlgorithmReport, KeyTable, Metrics, Scenario, SimError};
 use crate::time::Nanos;
 
@@ -145,6 +146,7 @@ impl<S: KeyStates> Decide for Server<S> {
     ) -> Result<Decided, SimError> {
         self.advance(event.time, event.time, event.key)
             .map_err(Into::into)?;
+        self.states.sweep_at(self.janitor.next_sweep());
         let verdict = self.ask(event, m).map_err(Into::into)?;
         Ok(Decided {
             verdict,
@@ -161,6 +163,10 @@ impl<S: KeyStates> Decide for Server<S> {
     #[inline]
     fn prefetch(&self, key: u32) {
         self.states.prefetch(key);
+    }
+
+    fn upcoming(&mut self, arrivals: &[(u64, Arrival)]) {
+        self.states.upcoming(arrivals);
     }
 
     fn finish(mut self, end: Nanos, report: &mut AlgorithmReport) -> Result<(), SimError> {
@@ -240,6 +246,12 @@ impl Janitor {
             self.sweep(states, reading(at), true)?;
         }
         Ok(())
+    }
+
+    /// The instant of the next periodic sweep.
+    #[inline]
+    pub(super) fn next_sweep(&self) -> Nanos {
+        Nanos::new(self.sweeps.next)
     }
 
     /// Notes that `key` was used, so the next sweep measures its state.
@@ -338,6 +350,15 @@ pub(super) trait KeyStates {
 
     /// A hint that `key` will be asked about soon (see [`DenseLimiter::prefetch`]).
     fn prefetch(&self, _key: u32) {}
+
+    /// The arrivals about to be asked, in order, each in its turn with only probes and
+    /// sweeps in between (open clients on one server). States that answer from afar
+    /// may decide some ahead of their turn (`remote`); in memory, nothing to do.
+    fn upcoming(&mut self, _arrivals: &[(u64, Arrival)]) {}
+
+    /// The janitor's next sweep is at `at`: nothing decided ahead of its turn may
+    /// reach it (the sweep must see every state as the arrivals before it left it).
+    fn sweep_at(&mut self, _at: Nanos) {}
 
     /// How many keys hold a state.
     fn len(&self) -> usize;
@@ -455,7 +476,7 @@ impl<A: Algorithm> Local<A> {
 }
 
 /// A rule's index as an answer carries it (a scenario has far fewer than 2³² rules).
-fn rule_index(i: usize) -> u32 {
+pub(super) fn rule_index(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
 
@@ -517,187 +538,5 @@ impl<A: Algorithm> KeyStates for Local<A> {
         let heap_bytes = self.heap_bytes?;
         let heap = heap_bytes(self.limiter.state(key)?);
         Some((std::mem::size_of::<A::State>() + heap) as u64)
-    }
-}
-
-#[cfg(feature = "redis")]
-pub(super) use remote::Remote;
-
-#[cfg(feature = "redis")]
-mod remote {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use super::super::probe::earliest_pass_by;
-    use super::super::record::{Answer, Event, Verdict};
-    use super::{KeyStates, SimError};
-    use crate::redis::{Now, RedisError, RedisLimiter};
-    use crate::sim::StoreFailure;
-    use crate::time::Nanos;
-
-    /// Tells apart the runs sharing one store prefix (an algorithm's first pass and
-    /// its silent second one start from fresh states, so they need their own keys).
-    static RUNS: AtomicU64 = AtomicU64::new(0);
-
-    /// The states in Redis: every decision, probe and eviction is a script call at the
-    /// fake clock's instant.
-    pub(in crate::sim::engine) struct Remote {
-        limiter: RedisLimiter,
-        /// This run's part of every client key, `"{run}:{key}"`.
-        run: u64,
-        /// By key id: the instant from which the key's state in Redis is idle, by its
-        /// last decision's `reset_after` (`None`: no state there).
-        idle_at: Vec<Option<Nanos>>,
-        /// The keys that hold a state in Redis.
-        live_keys: Vec<u32>,
-        /// The latest decision's `remaining` and denying rule, for its row.
-        last: (u64, Option<u32>),
-        /// Each rule's capacity, in the scenario's order: a cost above one never fits.
-        capacities: Vec<u64>,
-    }
-
-    impl Remote {
-        pub(in crate::sim::engine) fn new(limiter: RedisLimiter, capacities: Vec<u64>) -> Remote {
-            Remote {
-                limiter,
-                run: RUNS.fetch_add(1, Ordering::Relaxed),
-                idle_at: Vec::new(),
-                live_keys: Vec::new(),
-                last: (0, None),
-                capacities,
-            }
-        }
-
-        fn name(&self, key: u32) -> String {
-            format!("{}:{key}", self.run)
-        }
-
-        /// `key` was decided at `at`: its state is idle from `at + reset_after` on (the
-        /// time until it is back to its full quota, which is when it equals a fresh one).
-        fn decided(&mut self, key: u32, at: Nanos, reset_after: Nanos) {
-            let i = key as usize;
-            if i >= self.idle_at.len() {
-                self.idle_at.resize(i + 1, None);
-            }
-            if self.idle_at[i].is_none() {
-                self.live_keys.push(key);
-            }
-            self.idle_at[i] = Some(at.saturating_add(reset_after));
-        }
-    }
-
-    /// A store failure stops the run: a decision the store did not make is not one the
-    /// report may count.
-    fn failed(error: RedisError) -> SimError {
-        SimError::Store(match error {
-            RedisError::Unavailable { error, .. } => StoreFailure::Unavailable(error),
-            RedisError::InsufficientCapacity(e) => StoreFailure::InsufficientCapacity(e),
-        })
-    }
-
-    impl KeyStates for Remote {
-        type Error = SimError;
-
-        fn ask(&mut self, event: &Event, at: Nanos) -> Result<Verdict, SimError> {
-            let name = self.name(event.key);
-            if event.cost > self.limiter.capacity() {
-                // Refused before anything is sent, as in memory: no key is created,
-                // `remaining` is read without consuming, and the row names the first
-                // rule the cost can never fit (memory's longest wait: "never").
-                let peeked = self.limiter.peek_n(&name, 0, at).map_err(failed)?;
-                let by = self.capacities.iter().position(|&c| event.cost > c);
-                self.last = (peeked.remaining, by.map(super::rule_index));
-                return Ok(Verdict::never_fits());
-            }
-            // The composite form also says which rule denied (one round trip either way).
-            let all = self
-                .limiter
-                .try_acquire_all(&name, event.cost, Now::Caller(at))
-                .map_err(failed)?;
-            let d = all.decision;
-            self.decided(event.key, at, d.reset_after);
-            let denied_by = all.denied_by.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
-            self.last = (d.remaining, denied_by);
-            Ok(Verdict::fitting(d.allowed, d.retry_after))
-        }
-
-        fn answer(&self, _event: &Event, verdict: Verdict) -> Answer {
-            let (remaining, denied_by) = self.last;
-            Answer {
-                allowed: verdict.allowed(),
-                remaining,
-                retry_after: verdict.retry_after(),
-                delay: Nanos::ZERO,
-                denied_by,
-                node: None,
-            }
-        }
-
-        fn earliest(
-            &mut self,
-            key: u32,
-            cost: u64,
-            now: Nanos,
-            hint: Nanos,
-        ) -> Result<Option<Nanos>, SimError> {
-            let name = self.name(key);
-            let mut error = None;
-            let passes = |t: u64| match self.limiter.peek_n(&name, cost, Nanos::new(t)) {
-                Ok(d) => d.allowed,
-                Err(e) => {
-                    error.get_or_insert(e);
-                    // Stop the search where it stands; the error is returned below.
-                    true
-                }
-            };
-            let found = earliest_pass_by(passes, now, hint);
-            match error {
-                Some(e) => Err(failed(e)),
-                None => Ok(found),
-            }
-        }
-
-        fn len(&self) -> usize {
-            self.live_keys.len()
-        }
-
-        /// Only the keys whose last decision says they are idle by `at` are sent; the
-        /// script deletes each after checking it is (indistinguishable from fresh), and
-        /// a key it finds otherwise stops the run: Redis and the decisions disagree.
-        fn evict_idle(&mut self, at: Nanos) -> Result<(), SimError> {
-            let idle_at = &self.idle_at;
-            let (idle, busy): (Vec<u32>, Vec<u32>) = self
-                .live_keys
-                .iter()
-                .partition(|&&k| idle_at[k as usize].is_some_and(|i| i <= at));
-            if idle.is_empty() {
-                return Ok(());
-            }
-            let names: Vec<String> = idle.iter().map(|&k| self.name(k)).collect();
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let evicted = self.limiter.evict_idle(&refs, at).map_err(failed)?;
-            if let Some(i) = evicted.iter().position(|gone| !gone) {
-                return Err(SimError::Store(StoreFailure::NotIdle {
-                    key: names[i].clone(),
-                    at,
-                }));
-            }
-            for key in idle {
-                self.idle_at[key as usize] = None;
-            }
-            self.live_keys = busy;
-            Ok(())
-        }
-
-        fn fresh_bytes(&self) -> Option<u64> {
-            None
-        }
-
-        fn key_bytes_vary(&self) -> bool {
-            false
-        }
-
-        fn key_bytes(&self, _key: u32) -> Option<u64> {
-            None
-        }
     }
 }
