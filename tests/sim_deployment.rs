@@ -717,3 +717,47 @@ fn the_worst_clients_series_behind_a_shared_balancer_is_that_clients() {
         assert!(redrawn > 0, "{balancer}/{store}: no second pass ran");
     }
 }
+
+/// Every denial names the rule that denied it and no admission names one
+/// (`decisions.csv`'s `denied_by`), on every kind of store, the racy store's own
+/// decision path included. Two rules, so a missing name is not filled in with the only
+/// rule's.
+#[test]
+fn every_denial_names_its_rule_and_no_admission_does_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let times = [0, 50, 100, 150, 200, 3000, 6000, 9000];
+    let csv: String = times
+        .iter()
+        .map(|t| format!("{}.{:03},c,1\n", t / 1000, t % 1000))
+        .collect();
+    std::fs::write(dir.path().join("t.csv"), format!("time_s,key,cost\n{csv}")).unwrap();
+    for store in [
+        "\"local\"",
+        "\"local_split\"",
+        "\"shared\"",
+        "\"shared_racy\"\nlatency = \"10ms\"",
+        "\"synced\"\nsync_interval = \"1s\"",
+    ] {
+        let text = format!(
+            "name = \"r\"\nduration = \"10s\"\nalgorithms = [\"all\"]\n\
+             [[limit]]\nmax_requests = 2\nwindow = \"10s\"\n\
+             [[limit]]\nmax_requests = 4\nwindow = \"1m\"\n\
+             [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n\
+             [deployment]\nnodes = 2\nstore = {store}\n"
+        );
+        let (_, decisions) = run_capturing(&parse_at(&text, &dir.path().join("r.toml")), 1);
+        let mut denials = 0;
+        for r in decisions.iter().flatten() {
+            let named = r.denied_by.as_deref();
+            assert!(
+                named.is_some() != r.allowed && matches!(named, None | Some("2/10s" | "4/1m")),
+                "{store}: {} at {} allowed {} denied_by {named:?}",
+                r.algorithm,
+                r.time,
+                r.allowed
+            );
+            denials += usize::from(!r.allowed);
+        }
+        assert!(denials >= 6, "{store}: {denials} denials");
+    }
+}

@@ -947,3 +947,20 @@ fn run_options_debug_shows_every_setting() {
         assert!(shown.contains(part), "{part} in {shown}");
     }
 }
+
+/// Reports name a rule `max_requests/window` with the window in its shortest exact
+/// unit (`RuleReport::label`): the summary's `rule` column and each rule's row.
+#[test]
+fn a_rule_is_named_by_its_requests_over_its_window() {
+    let text = "name = \"labels\"\nduration = \"20s\"\nalgorithms = [\"gcra\"]\n\
+                [[limit]]\nmax_requests = 10\nwindow = \"1s\"\n\
+                [[limit]]\nmax_requests = 30\nwindow = \"90s\"\n\
+                [[traffic]]\nkind = \"uniform\"\nrate = 5\n";
+    let scenario = parse_at(text, Path::new("labels.toml"));
+    let report = run_quiet(&scenario);
+    assert_eq!(report.rule.label(), "10/1s");
+    let m = &report.algorithms[0].metrics;
+    assert_eq!(m.rule, "10/1s");
+    let labels: Vec<&str> = m.rules.iter().map(|r| r.rule.as_str()).collect();
+    assert_eq!(labels, ["10/1s", "30/90s"]);
+}

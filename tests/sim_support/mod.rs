@@ -20,6 +20,8 @@ pub struct Row {
     pub allowed: bool,
     pub remaining: u64,
     pub retry_after: Option<Nanos>,
+    /// The label of the rule that denied it (`None` when admitted).
+    pub denied_by: Option<String>,
 }
 
 struct Capture(Arc<Mutex<Vec<Row>>>);
@@ -36,6 +38,7 @@ impl DecisionSink for Capture {
             allowed: r.allowed,
             remaining: r.remaining,
             retry_after: r.retry_after,
+            denied_by: r.denied_by.map(str::to_owned),
         });
         Ok(())
     }
