@@ -822,3 +822,32 @@ fn a_key_template_refuses_empty_or_broken_fields_and_stray_braces() {
         );
     }
 }
+
+/// A class holds exactly its hundred codes: `"4xx"` keeps 400 and 499 and neither 399
+/// nor 500 (a bound off by one at either end would differ here).
+#[test]
+fn a_status_class_holds_its_hundred_codes_and_none_beside_them() {
+    let text: String = [(1, 399), (2, 400), (3, 499), (4, 500)]
+        .iter()
+        .map(|(i, status)| {
+            format!(
+                "10.0.0.{i} - - [14/May/2024:11:00:0{i} +0200] \"GET / HTTP/1.1\" {status} 1 \"-\" \"t\"\n"
+            )
+        })
+        .collect();
+    let keys = |o: TraceOptions| -> Vec<String> {
+        let got = rows(&text, &o).unwrap_or_else(|e| panic!("{e}"));
+        got.into_iter().map(|r| r.key).collect()
+    };
+    let class = || vec![StatusMatch::parse("4xx").unwrap()];
+    let include = TraceOptions {
+        include_status: class(),
+        ..options(TraceFormat::Combined)
+    };
+    assert_eq!(keys(include), ["10.0.0.2", "10.0.0.3"]);
+    let exclude = TraceOptions {
+        exclude_status: class(),
+        ..options(TraceFormat::Combined)
+    };
+    assert_eq!(keys(exclude), ["10.0.0.1", "10.0.0.4"]);
+}

@@ -365,3 +365,36 @@ fn a_run_that_fails_on_its_trace_leaves_no_output_folder() {
     assert!(!ok);
     assert!(dir.path().join("keep").is_dir());
 }
+
+/// A line that splits into its fields but has a bad one (a month that does not exist)
+/// is not a request either: an error at its line, or with `skip_bad_lines` skipped,
+/// counted with the garbage, and reported when it is the first.
+#[test]
+fn skip_bad_lines_counts_a_line_with_one_bad_field_and_reports_the_first() {
+    let good = log(4);
+    let mut lines: Vec<&str> = good.lines().collect();
+    let bad_month =
+        "10.0.0.9 - - [14/Mai/2024:09:00:01 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"t\"";
+    lines.insert(1, bad_month);
+    lines.insert(3, "garbage");
+    let text = lines.join("\n") + "\n";
+    let err = read(text.clone().into_bytes(), &combined()).unwrap_err();
+    assert!(err.starts_with("t.log:2:"), "{err}");
+    let o = TraceOptions {
+        skip_bad_lines: true,
+        ..combined()
+    };
+    let mut reader = TraceReader::from_reader_with(
+        Path::new("t.log"),
+        std::io::Cursor::new(text.into_bytes()),
+        &o,
+    );
+    let mut keys = Vec::new();
+    while let Some(row) = reader.next_row().unwrap() {
+        keys.push(row.key);
+    }
+    assert_eq!(keys, ["10.0.0.0", "10.0.0.1", "10.0.0.2", "10.0.0.3"]);
+    let skipped = reader.skipped();
+    assert_eq!(skipped.count, 2);
+    assert_eq!(skipped.first.as_ref().map(|f| f.0), Some(2));
+}

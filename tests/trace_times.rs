@@ -268,3 +268,20 @@ fn a_scenario_files_reorder_reaches_the_trace_it_replays() {
         "{err}"
     );
 }
+
+/// `origin` is t = 0 itself: a request at exactly the origin is at 0, one a nanosecond
+/// before it is an error (a bound at `<=`, or an origin rounded to the second, would
+/// differ).
+#[test]
+fn a_request_at_exactly_the_origin_is_at_t_zero() {
+    let o = TraceOptions {
+        origin: Some(1_715_677_200_000_000_000),
+        ..jsonl(TimeFormat::EpochS)
+    };
+    assert_eq!(
+        times(&lines(&["1715677200", "1715677200.000000001"]), &o),
+        Ok(vec![0, 1])
+    );
+    let err = times(&lines(&["1715677199.999999999"]), &o).unwrap_err();
+    assert!(err.contains("is before the trace's `origin`"), "{err}");
+}
