@@ -17,6 +17,9 @@
 # interleaved rounds, its rows marked `@base`. Env: REQUESTS (default 200000), ROUNDS
 # (default 3; the median of each). Prints requests/s, the ratio to the counter, and the
 # server's own time per call (INFO commandstats), which a busy machine disturbs less.
+# Two references run beside them (`empty` and `floor`, below): what calling a script
+# with the token bucket's arguments costs, and the least any exact server-clock decision
+# can cost.
 set -euo pipefail
 bin="$(realpath "${1:-target/release/ratesim}")"
 [ -x "$bin" ] || { echo "not an executable: $bin (cargo build --release --features redis)" >&2; exit 2; }
@@ -101,6 +104,21 @@ PY
         fi
     done
 done
+
+# Two references with the token bucket's arguments and key count (the same EVALSHA line,
+# another script and state key): `empty` returns at once (what calling a script with these keys and
+# arguments costs), `floor` does only the commands an exact decision on the server's
+# clock must make, TIME, GET and SET … PXAT, and returns eight integers, with no
+# arithmetic, parsing or printing: no script of that shape can cost less.
+floor_sha=$(redis-cli -s "$sock" SCRIPT LOAD \
+    "local t = redis.call('TIME'); local v = redis.call('GET', KEYS[1]); \
+redis.call('SET', KEYS[1], t[1], 'PXAT', t[1] * 1000 + 60000); return {1, 2, 3, 4, 5, 6, 7, 8}")
+empty_sha=$(redis-cli -s "$sock" SCRIPT LOAD "return 1")
+tb="${line[token_bucket]}"
+# (their own state key: the floor's value is not a bucket's state)
+line[floor]="$(awk -v sha="$floor_sha" '{$2 = sha; $4 = "bench:floor"; print}' <<<"$tb")"
+line[empty]="$(awk -v sha="$empty_sha" '{$2 = sha; $4 = "bench:empty"; print}' <<<"$tb")"
+runs="empty floor $runs"
 
 bench() { # prints requests/s of one redis-benchmark run of "$@"; appends the server's
     # own time per call (INFO commandstats, usec_per_call) to $work/u.$name
