@@ -135,14 +135,15 @@ sim | sim-* | all)
     # sweep's instant handed to them, the driver's `in_stream_order`: in memory they
     # change nothing), and `check_store` → `Ok(())`: without the feature its only arm,
     # `Memory`, is `Ok(())`. sim-redis runs all of these against a real server.
-    # plugin: a registered algorithm through the engine and calibrate's own runs.
+    # plugin: a registered algorithm through the engine and calibrate's own runs; edges
+    # (tests/edges/): the shapers' delayed admissions through the engine, among others.
     REDIS_SIDE='src/sim/engine/remote\.rs|remote::|upcoming|next_sweep|in_stream_order'
     part() { [ "$area" = sim ] || [ "$area" = all ] || [ "$area" = "$1" ]; }
     if part sim-engine; then
         run sim-engine 'src/sim/engine/*.rs' src/sim/mod.rs \
             --exclude-re="$REDIS_SIDE" --exclude-re='replace check_store' \
             -- --lib --test sim_engine --test sim_limits --test sim_deployment --test sweep \
-            --test plugin || status=$?
+            --test plugin --test edges || status=$?
     fi
     if part sim-traffic; then
         run sim-traffic 'src/sim/traffic/*.rs' \

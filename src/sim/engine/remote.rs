@@ -400,6 +400,47 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_always_holds_its_first_arrival_and_a_cost_equal_to_the_capacity() {
+        // Even at the sweep's instant (the janitor has swept by then, so this is only
+        // a guard) and with a cost that uses the whole capacity.
+        let mut p = plan(&[(1, 5, 10), (2, 5, 10)], 5);
+        assert_eq!(p.batch(0, 10), [0]);
+        let mut p = plan(&[(1, 0, 10), (2, 1, 10)], 99);
+        assert_eq!(p.batch(0, 10), [0, 1]);
+    }
+
+    /// An attempt asked out of the plan's order is a bug in the driver (it calls
+    /// `upcoming` only when every arrival is asked in order): debug builds stop there.
+    fn out_of_order(seq: u64, time: u64) {
+        use crate::sim::engine::record::Event;
+        let mut p = plan(&[(1, 0, 1), (2, 1, 1)], 99);
+        let key = 1;
+        let event = Event::arrival(
+            seq,
+            Arrival {
+                time: Nanos::new(time),
+                key,
+                cost: 1,
+            },
+        );
+        p.turn(&event, Nanos::new(time));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "out of the plan's order")]
+    fn an_arrival_with_another_number_is_out_of_order() {
+        out_of_order(1, 0);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "out of the plan's order")]
+    fn an_arrival_at_another_instant_is_out_of_order() {
+        out_of_order(0, 7);
+    }
+
+    #[test]
     fn the_plan_hands_out_its_arrivals_in_order_and_only_those() {
         use crate::sim::engine::record::Event;
         let mut p = plan(&[(1, 0, 1), (2, 1, 1)], 99);
