@@ -963,4 +963,31 @@ fn a_rule_is_named_by_its_requests_over_its_window() {
     assert_eq!(m.rule, "10/1s");
     let labels: Vec<&str> = m.rules.iter().map(|r| r.rule.as_str()).collect();
     assert_eq!(labels, ["10/1s", "30/90s"]);
+    // Each rule's over-admission is its own count over its own limit.
+    for (rule, max) in m.rules.iter().zip([10.0, 30.0]) {
+        assert_eq!(
+            rule.over_admission,
+            rule.max_in_window as f64 / max,
+            "{}",
+            rule.rule
+        );
+    }
+    assert!(m.rules[1].max_in_window > 0);
+}
+
+/// With one rule, every denial's row names it, whatever the algorithm: the one rule
+/// there is, even where the decision does not say which rule denied.
+#[test]
+fn with_one_rule_every_denial_names_it() {
+    let text = "name = \"one\"\nduration = \"5s\"\nalgorithms = [\"all\"]\n\
+                [limit]\nmax_requests = 3\nwindow = \"1s\"\n\
+                [[traffic]]\nkind = \"uniform\"\nrate = 10\n";
+    let (_, decisions) = run_capturing(&parse_at(text, Path::new("one.toml")), 1);
+    let mut denials = 0;
+    for r in decisions.iter().flatten() {
+        let want = (!r.allowed).then(|| "3/1s".to_string());
+        assert_eq!(r.denied_by, want, "{} at {}", r.algorithm, r.time);
+        denials += usize::from(!r.allowed);
+    }
+    assert!(denials > 100, "{denials} denials");
 }

@@ -689,3 +689,68 @@ fn the_aligned_presets_waits_are_exact_wherever_t0_lies_on_the_wall_clock() {
         waits_are_exact(&ratesim::presets::Haproxy::at(rule, origin), &times);
     }
 }
+
+/// A shaper's delays are counted and measured exactly: `tower` at 2 per second opens
+/// its window at 0; the requests at 0.9995 s and 0.9996 s wait for the next window, at
+/// 1 s: two delayed admissions, of 0.5 ms and 0.4 ms (nearest rank: the median is the
+/// first of two), and none for the two that passed at once.
+#[test]
+fn a_shapers_delays_are_counted_and_measured_to_the_nanosecond() {
+    let rows = [
+        (0, "c", 1),
+        (999 * MS, "c", 1),
+        (999_500_000, "c", 1),
+        (999_600_000, "c", 1),
+    ];
+    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
+    let (report, _) = replay(&rows, "2s", &["tower"], limit);
+    let m = &report.algorithms[0].metrics;
+    assert_eq!(
+        (m.allowed, m.delayed, m.delay_p50_ns, m.delay_max_ns),
+        (4, 2, Some(400_000), Some(500_000))
+    );
+}
+
+/// A delayed admission counts when it passes even when it is the first admission the
+/// engine records in a chunk of arrivals (1,024 of them): `tower` at 2 per second, one
+/// request a second for 1,022 s, then three within 0.2 ms; the third (arrival 1,025, the
+/// next chunk's first) waits for the window after, so no trailing second holds more than
+/// two. Counted at its arrival instead, a second would hold three.
+#[test]
+fn a_delayed_admission_first_in_its_chunk_counts_when_it_passes() {
+    let mut rows: Vec<(u64, &str, u64)> = (0..1022).map(|i| (i * S, "c", 1)).collect();
+    rows.extend([(1022 * S + MS / 10, "c", 1), (1022 * S + MS / 5, "c", 1)]);
+    assert_eq!(rows.len(), 1024);
+    rows.push((1022 * S + 3 * MS / 10, "c", 1));
+    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
+    let (report, _) = replay(&rows, "1030s", &["tower"], limit);
+    let m = &report.algorithms[0].metrics;
+    assert_eq!((m.allowed, m.delayed, m.max_in_window), (1025, 1, 2));
+}
+
+/// Delayed admissions that pass at one instant are counted in the order they were
+/// admitted, so the worst client is the first to reach the maximum in that order:
+/// `tower` at 2 per second, clients `a` and `b` (numbered in that order, after `c`, the
+/// first admitted, whose count the report follows and which would win a tie) each fill
+/// a window opened at 0 and have two more requests wait for the next one, `b`'s
+/// admitted first; all four pass at 1 s, where each client's trailing second holds
+/// three. In key order, `a` would be first.
+#[test]
+fn delayed_admissions_passing_together_count_in_admission_order() {
+    let rows = [
+        (0, "c", 1),
+        (0, "a", 1),
+        (0, "b", 1),
+        (900 * MS, "a", 1),
+        (900 * MS, "b", 1),
+        (930 * MS, "b", 1),
+        (940 * MS, "b", 1),
+        (950 * MS, "a", 1),
+        (960 * MS, "a", 1),
+    ];
+    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
+    let (report, _) = replay(&rows, "2s", &["tower"], limit);
+    let m = &report.algorithms[0].metrics;
+    assert_eq!((m.delayed, m.max_in_window), (4, 3));
+    assert_eq!(m.worst_key.as_deref(), Some("b"));
+}
