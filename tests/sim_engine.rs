@@ -991,3 +991,29 @@ fn with_one_rule_every_denial_names_it() {
     }
     assert!(denials > 100, "{denials} denials");
 }
+
+/// A request costlier than a rule's capacity never fits, and its row names that rule
+/// (the first such, here the second `[[limit]]`), for every algorithm: 5 permits
+/// against 10 and 3 per second.
+#[test]
+fn a_request_that_never_fits_names_the_rule_it_exceeds() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.csv"),
+        "time_s,key,cost\n0,c,1\n0.5,c,5\n1,c,1\n",
+    )
+    .unwrap();
+    let text = "name = \"never\"\nduration = \"2s\"\nalgorithms = [\"all\"]\n\
+                [[limit]]\nmax_requests = 10\nwindow = \"1s\"\n\
+                [[limit]]\nmax_requests = 3\nwindow = \"1s\"\n\
+                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
+    let (_, decisions) = run_capturing(&parse_at(text, &dir.path().join("never.toml")), 1);
+    assert_eq!(decisions.len(), 6);
+    for rows in &decisions {
+        let costly: Vec<_> = rows.iter().filter(|r| r.cost == 5).collect();
+        assert_eq!(costly.len(), 1, "{}", rows[0].algorithm);
+        let r = costly[0];
+        assert!(!r.allowed && r.retry_after.is_none(), "{}", r.algorithm);
+        assert_eq!(r.denied_by.as_deref(), Some("3/1s"), "{}", r.algorithm);
+    }
+}
