@@ -992,9 +992,9 @@ fn with_one_rule_every_denial_names_it() {
     assert!(denials > 100, "{denials} denials");
 }
 
-/// A request costlier than a rule's capacity never fits, and its row names that rule
-/// (the first such, here the second `[[limit]]`), for every algorithm: 5 permits
-/// against 10 and 3 per second.
+/// A request costlier than a rule's capacity never fits, and its row names that rule,
+/// for every algorithm, whichever `[[limit]]` it is: 5 permits against 10 and 3 per
+/// second, in both orders.
 #[test]
 fn a_request_that_never_fits_names_the_rule_it_exceeds() {
     let dir = tempfile::tempdir().unwrap();
@@ -1003,17 +1003,28 @@ fn a_request_that_never_fits_names_the_rule_it_exceeds() {
         "time_s,key,cost\n0,c,1\n0.5,c,5\n1,c,1\n",
     )
     .unwrap();
-    let text = "name = \"never\"\nduration = \"2s\"\nalgorithms = [\"all\"]\n\
-                [[limit]]\nmax_requests = 10\nwindow = \"1s\"\n\
-                [[limit]]\nmax_requests = 3\nwindow = \"1s\"\n\
-                [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n";
-    let (_, decisions) = run_capturing(&parse_at(text, &dir.path().join("never.toml")), 1);
-    assert_eq!(decisions.len(), 6);
-    for rows in &decisions {
-        let costly: Vec<_> = rows.iter().filter(|r| r.cost == 5).collect();
-        assert_eq!(costly.len(), 1, "{}", rows[0].algorithm);
-        let r = costly[0];
-        assert!(!r.allowed && r.retry_after.is_none(), "{}", r.algorithm);
-        assert_eq!(r.denied_by.as_deref(), Some("3/1s"), "{}", r.algorithm);
+    let (wide, tight) = (
+        "[[limit]]\nmax_requests = 10\nwindow = \"1s\"\n",
+        "[[limit]]\nmax_requests = 3\nwindow = \"1s\"\n",
+    );
+    for limits in [format!("{wide}{tight}"), format!("{tight}{wide}")] {
+        let text = format!(
+            "name = \"never\"\nduration = \"2s\"\nalgorithms = [\"all\"]\n{limits}\
+             [[traffic]]\nkind = \"trace\"\npath = \"t.csv\"\n"
+        );
+        let (_, decisions) = run_capturing(&parse_at(&text, &dir.path().join("never.toml")), 1);
+        assert_eq!(decisions.len(), 6);
+        for rows in &decisions {
+            let costly: Vec<_> = rows.iter().filter(|r| r.cost == 5).collect();
+            assert_eq!(costly.len(), 1, "{}", rows[0].algorithm);
+            let r = costly[0];
+            assert!(!r.allowed && r.retry_after.is_none(), "{}", r.algorithm);
+            assert_eq!(
+                r.denied_by.as_deref(),
+                Some("3/1s"),
+                "{}: {limits}",
+                r.algorithm
+            );
+        }
     }
 }
