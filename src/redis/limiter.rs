@@ -252,34 +252,8 @@ impl RedisLimiter {
         let args = script::arguments(&self.parts, 0, Mode::Evict(at), false);
         let mut evicted = Vec::with_capacity(keys.len());
         for batch in keys.chunks(1000) {
-            let mut pipe = redis::pipe();
-            for key in batch {
-                let mut redis_keys = self.redis_keys(key, Now::Caller(at));
-                redis_keys.extend(self.store.marker().map(str::to_owned));
-                pipe.cmd("EVALSHA")
-                    .arg(script.get_hash())
-                    .arg(redis_keys.len())
-                    .arg(redis_keys)
-                    .arg(&args);
-            }
-            let replies: Vec<i64> = self
-                .store
-                .with_connection(self.timeout, |con| {
-                    if !con.supports_pipelining() {
-                        // A cluster routes each call to its key's slot: one by one.
-                        return batch
-                            .iter()
-                            .map(|key| {
-                                let mut call = script.prepare_invoke();
-                                call.key(self.redis_keys(key, Now::Caller(at)));
-                                call.arg(&args);
-                                call.invoke::<i64>(con)
-                            })
-                            .collect();
-                    }
-                    pipelined(con, &pipe, script)
-                })
-                .map_err(|error| self.unavailable(error))?;
+            let calls: Vec<_> = batch.iter().map(|&key| (key, at, &args[..])).collect();
+            let replies: Vec<i64> = self.run_at(script, &calls)?;
             evicted.extend(replies.into_iter().map(|r| r == 1));
         }
         Ok(evicted)
@@ -304,47 +278,60 @@ impl RedisLimiter {
             return Ok(Vec::new());
         };
         let script = script::script_for_call(&self.parts, Mode::Decide(Some(first)), false);
+        let args: Vec<Vec<String>> = (calls.iter())
+            .map(|&(_, cost, at)| {
+                debug_assert!(
+                    cost <= self.capacity(),
+                    "decide_many: a cost above the capacity"
+                );
+                script::arguments(&self.parts, cost, Mode::Decide(Some(at)), false)
+            })
+            .collect();
+        let calls: Vec<_> = (calls.iter().zip(&args))
+            .map(|(&(key, _, at), args)| (key, at, &args[..]))
+            .collect();
+        let replies: Vec<Vec<i64>> = self.run_at(script, &calls)?;
+        Ok(replies
+            .iter()
+            .map(|r| script::decision_and_denier(&script::decode(r, self.parts.len(), false)))
+            .collect())
+    }
+
+    /// Runs `script` once for each `(key, instant, arguments)` of `calls`, at those
+    /// caller instants (the store's marker after each call's keys): in one round trip on
+    /// one server ([`pipelined`]); one call per key on a cluster, which routes each call
+    /// to its key's slot and does not pipeline.
+    fn run_at<T: redis::FromRedisValue>(
+        &self,
+        script: &redis::Script,
+        calls: &[(&str, Nanos, &[String])],
+    ) -> Result<Vec<T>, RedisError> {
         let mut pipe = redis::pipe();
-        for &(key, cost, at) in calls {
-            debug_assert!(
-                cost <= self.capacity(),
-                "decide_many: a cost above the capacity"
-            );
+        for &(key, at, args) in calls {
             let mut keys = self.redis_keys(key, Now::Caller(at));
             keys.extend(self.store.marker().map(str::to_owned));
-            let args = script::arguments(&self.parts, cost, Mode::Decide(Some(at)), false);
             pipe.cmd("EVALSHA")
                 .arg(script.get_hash())
                 .arg(keys.len())
                 .arg(keys)
                 .arg(args);
         }
-        let replies: Vec<Vec<i64>> = self
-            .store
+        self.store
             .with_connection(self.timeout, |con| {
                 if !con.supports_pipelining() {
                     return (calls.iter())
-                        .map(|&(key, cost, at)| {
+                        .map(|&(key, at, args)| {
                             let mut call = script.prepare_invoke();
                             call.key(self.redis_keys(key, Now::Caller(at)));
                             call.key(self.store.marker());
-                            call.arg(script::arguments(
-                                &self.parts,
-                                cost,
-                                Mode::Decide(Some(at)),
-                                false,
-                            ));
-                            call.invoke::<Vec<i64>>(con)
+                            call.arg(args);
+                            call.invoke::<T>(con)
                         })
                         .collect();
                 }
                 pipelined(con, &pipe, script)
             })
-            .map_err(|error| self.unavailable(error))?;
-        Ok(replies
-            .iter()
-            .map(|r| script::decision_and_denier(&script::decode(r, self.parts.len(), false)))
-            .collect())
+            .map_err(|error| self.unavailable(error))
     }
 
     fn call(
