@@ -10,7 +10,7 @@ use std::process::Command;
 use assert_cmd::cargo::CommandCargoExt;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use ratesim::sim::{Scenario, TraceFormat, TraceOptions, TraceReader, TraceRow};
+use ratesim::sim::{Scenario, SkippedLines, TraceFormat, TraceOptions, TraceReader, TraceRow};
 
 fn combined() -> TraceOptions {
     TraceOptions {
@@ -34,6 +34,24 @@ fn read(bytes: Vec<u8>, options: &TraceOptions) -> Result<Vec<TraceRow>, String>
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// Every row of the combined log `text` read with `skip_bad_lines`, and what was skipped.
+fn read_skipping(text: String) -> (Vec<TraceRow>, SkippedLines) {
+    let o = TraceOptions {
+        skip_bad_lines: true,
+        ..combined()
+    };
+    let mut reader = TraceReader::from_reader_with(
+        Path::new("t.log"),
+        std::io::Cursor::new(text.into_bytes()),
+        &o,
+    );
+    let mut rows = Vec::new();
+    while let Some(row) = reader.next_row().unwrap() {
+        rows.push(row);
+    }
+    (rows, reader.skipped().clone())
 }
 
 fn log(n: usize) -> String {
@@ -122,21 +140,8 @@ fn skip_bad_lines_counts_them_and_keeps_the_requests() {
     lines.insert(1, "garbage");
     lines.insert(3, "\u{0}\u{1}binary");
     let text = lines.join("\n") + "\n";
-    let o = TraceOptions {
-        skip_bad_lines: true,
-        ..combined()
-    };
-    let mut reader = TraceReader::from_reader_with(
-        Path::new("t.log"),
-        std::io::Cursor::new(text.into_bytes()),
-        &o,
-    );
-    let mut n = 0;
-    while reader.next_row().unwrap().is_some() {
-        n += 1;
-    }
-    assert_eq!(n, 4);
-    let skipped = reader.skipped();
+    let (rows, skipped) = read_skipping(text);
+    assert_eq!(rows.len(), 4);
     assert_eq!(skipped.count, 2);
     assert_eq!(skipped.first.as_ref().map(|f| f.0), Some(2));
 }
@@ -380,21 +385,9 @@ fn skip_bad_lines_counts_a_line_with_one_bad_field_and_reports_the_first() {
     let text = lines.join("\n") + "\n";
     let err = read(text.clone().into_bytes(), &combined()).unwrap_err();
     assert!(err.starts_with("t.log:2:"), "{err}");
-    let o = TraceOptions {
-        skip_bad_lines: true,
-        ..combined()
-    };
-    let mut reader = TraceReader::from_reader_with(
-        Path::new("t.log"),
-        std::io::Cursor::new(text.into_bytes()),
-        &o,
-    );
-    let mut keys = Vec::new();
-    while let Some(row) = reader.next_row().unwrap() {
-        keys.push(row.key);
-    }
+    let (rows, skipped) = read_skipping(text);
+    let keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(keys, ["10.0.0.0", "10.0.0.1", "10.0.0.2", "10.0.0.3"]);
-    let skipped = reader.skipped();
     assert_eq!(skipped.count, 2);
     assert_eq!(skipped.first.as_ref().map(|f| f.0), Some(2));
 }

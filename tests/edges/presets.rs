@@ -363,6 +363,17 @@ fn tower_opens_a_window_at_the_first_call_and_waits_for_the_next_whole_milliseco
     );
 }
 
+/// One client's calls at 0, 0.999, 0.9995 and 0.9996 s, for `tower` at 2 per second
+/// ([`TOWER_LIMIT`]): the first two fill the window opened at 0, the last two wait for
+/// the next one, at 1 s.
+const TOWER_ROWS: [(u64, &str, u64); 4] = [
+    (0, "c", 1),
+    (999 * MS, "c", 1),
+    (999_500_000, "c", 1),
+    (999_600_000, "c", 1),
+];
+const TOWER_LIMIT: &str = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
+
 /// A delayed admission counts in the trailing windows at the instant it passes, and not
 /// at all when that is at or after the run's end. tower, 2 per second: calls at 0 and
 /// 0.999 s close the first window, calls at 0.9995 and 0.9996 s both pass at 1 s, so
@@ -372,15 +383,8 @@ fn tower_opens_a_window_at_the_first_call_and_waits_for_the_next_whole_milliseco
 /// and an end that is inclusive (3 in both runs).
 #[test]
 fn a_delayed_admission_counts_when_it_passes_and_not_after_the_run_ends() {
-    let rows = [
-        (0, "c", 1),
-        (999 * MS, "c", 1),
-        (999_500_000, "c", 1),
-        (999_600_000, "c", 1),
-    ];
-    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
     for (duration, expected) in [("1s", (2, 0)), ("1.000000001s", (3, 1))] {
-        let (report, decisions) = replay(&rows, duration, &["tower"], limit);
+        let (report, decisions) = replay(&TOWER_ROWS, duration, &["tower"], TOWER_LIMIT);
         assert!(
             decisions[0].iter().all(|r| r.allowed),
             "tower never refuses"
@@ -696,14 +700,7 @@ fn the_aligned_presets_waits_are_exact_wherever_t0_lies_on_the_wall_clock() {
 /// first of two), and none for the two that passed at once.
 #[test]
 fn a_shapers_delays_are_counted_and_measured_to_the_nanosecond() {
-    let rows = [
-        (0, "c", 1),
-        (999 * MS, "c", 1),
-        (999_500_000, "c", 1),
-        (999_600_000, "c", 1),
-    ];
-    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
-    let (report, _) = replay(&rows, "2s", &["tower"], limit);
+    let (report, _) = replay(&TOWER_ROWS, "2s", &["tower"], TOWER_LIMIT);
     let m = &report.algorithms[0].metrics;
     assert_eq!(
         (m.allowed, m.delayed, m.delay_p50_ns, m.delay_max_ns),
@@ -722,8 +719,7 @@ fn a_delayed_admission_first_in_its_chunk_counts_when_it_passes() {
     rows.extend([(1022 * S + MS / 10, "c", 1), (1022 * S + MS / 5, "c", 1)]);
     assert_eq!(rows.len(), 1024);
     rows.push((1022 * S + 3 * MS / 10, "c", 1));
-    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
-    let (report, _) = replay(&rows, "1030s", &["tower"], limit);
+    let (report, _) = replay(&rows, "1030s", &["tower"], TOWER_LIMIT);
     let m = &report.algorithms[0].metrics;
     assert_eq!((m.allowed, m.delayed, m.max_in_window), (1025, 1, 2));
 }
@@ -748,8 +744,7 @@ fn delayed_admissions_passing_together_count_in_admission_order() {
         (950 * MS, "a", 1),
         (960 * MS, "a", 1),
     ];
-    let limit = "[limit]\nmax_requests = 2\nwindow = \"1s\"\n";
-    let (report, _) = replay(&rows, "2s", &["tower"], limit);
+    let (report, _) = replay(&rows, "2s", &["tower"], TOWER_LIMIT);
     let m = &report.algorithms[0].metrics;
     assert_eq!((m.delayed, m.max_in_window), (4, 3));
     assert_eq!(m.worst_key.as_deref(), Some("b"));
