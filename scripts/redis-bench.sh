@@ -114,11 +114,24 @@ floor_sha=$(redis-cli -s "$sock" SCRIPT LOAD \
     "local t = redis.call('TIME'); local v = redis.call('GET', KEYS[1]); \
 redis.call('SET', KEYS[1], t[1], 'PXAT', t[1] * 1000 + 60000); return {1, 2, 3, 4, 5, 6, 7, 8}")
 empty_sha=$(redis-cli -s "$sock" SCRIPT LOAD "return 1")
+# Two more, below the floor: `bare` keeps only what any script that keeps a state with
+# an expiry must do, whatever its clock and reply (GET, then SET … PXAT of an instant
+# the caller passed, one integer back); `read` is the floor without its write (what a
+# decision that changes nothing costs: a fixed window's denial).
+bare_sha=$(redis-cli -s "$sock" SCRIPT LOAD \
+    "local v = redis.call('GET', KEYS[1]); \
+redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[2] * 1000 + 60000); return 1")
+read_sha=$(redis-cli -s "$sock" SCRIPT LOAD \
+    "local t = redis.call('TIME'); local v = redis.call('GET', KEYS[1]); return {1, 2, 3, 4, 5, 6, 7, 8}")
 tb="${line[token_bucket]}"
-# (their own state key: the floor's value is not a bucket's state)
+# (their own state key: the floor's value is not a bucket's state; `bare` is given the
+# instant the library would have asked TIME for)
 line[floor]="$(awk -v sha="$floor_sha" '{$2 = sha; $4 = "bench:floor"; print}' <<<"$tb")"
 line[empty]="$(awk -v sha="$empty_sha" '{$2 = sha; $4 = "bench:empty"; print}' <<<"$tb")"
-runs="empty floor $runs"
+line[read]="$(awk -v sha="$read_sha" '{$2 = sha; $4 = "bench:read"; print}' <<<"$tb")"
+line[bare]="$(awk -v sha="$bare_sha" -v t="$(date +%s)" \
+    '{$2 = sha; $4 = "bench:bare"; $(5 + $3) = t; $(6 + $3) = 0; print}' <<<"$tb")"
+runs="empty bare read floor $runs"
 
 bench() { # prints requests/s of one redis-benchmark run of "$@"; appends the server's
     # own time per call (INFO commandstats, usec_per_call) to $work/u.$name
@@ -142,9 +155,9 @@ for _ in $(seq "$rounds"); do # interleaved rounds
     done
 done
 counter=$(median < "$work/r.counter")
-printf '%-24s %12s %10s %16s\n' command requests/s "x counter" "server us/call"
+printf '%-28s %12s %10s %16s\n' command requests/s "x counter" "server us/call"
 for name in $names; do
     m=$(median < "$work/r.$name")
     u=$(median < "$work/u.$name")
-    printf '%-24s %12.0f %10.2f %16.2f\n' "$name" "$m" "$(echo "$m / $counter" | bc -l)" "$u"
+    printf '%-28s %12.0f %10.2f %16.2f\n' "$name" "$m" "$(echo "$m / $counter" | bc -l)" "$u"
 done

@@ -273,6 +273,69 @@ fn windows_and_the_log_expire_at_the_idle_instant_never_earlier() {
     }
 }
 
+/// How many `SET`s the server has run since its statistics were last reset (the calls a
+/// script makes are counted as the command's own).
+fn sets_run(con: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_set:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+fn reset_stats(con: &mut redis::Connection) {
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query::<()>(con)
+        .unwrap();
+}
+
+#[test]
+fn a_fixed_window_denial_on_the_server_clock_writes_nothing() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let store = RedisStore::open(&server.url(), "deny").unwrap();
+    let mut con = server.connection("");
+    let hour = 3_600_000_000_000u128;
+    let limiter = store
+        .limiter(FixedWindow::new(rule(2, hour as u64, 1)))
+        .unwrap();
+    let key = limiter.redis_key("eve", Now::Server);
+    // Within one window from the first call to the last (retried on the rare run that
+    // straddles the top of an hour).
+    let (stored, expires) = loop {
+        con.del::<_, ()>(&key).unwrap();
+        let start = server_ns(&mut con) / hour;
+        reset_stats(&mut con);
+        for _ in 0..2 {
+            assert!(limiter.try_acquire("eve", Now::Server).unwrap().allowed);
+        }
+        assert_eq!(sets_run(&mut con), 2, "each admission writes its count");
+        let stored: String = con.get(&key).unwrap();
+        let expires: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(&mut con).unwrap();
+        reset_stats(&mut con);
+        let d = limiter.try_acquire("eve", Now::Server).unwrap();
+        let sets = sets_run(&mut con);
+        if server_ns(&mut con) / hour == start {
+            assert!(!d.allowed);
+            assert_eq!(sets, 0, "a denial in the counted window rewrote its state");
+            break (stored, expires);
+        }
+    };
+    // The state and its expiry are as the last admission left them.
+    assert_eq!(con.get::<_, String>(&key).unwrap(), stored);
+    let now: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(&mut con).unwrap();
+    assert_eq!(now, expires);
+    // A caller's instant still writes on a denial: it renews the safety TTL.
+    let t = Now::Caller(Nanos::new(5));
+    for _ in 0..2 {
+        assert!(limiter.try_acquire("eve", t).unwrap().allowed);
+    }
+    reset_stats(&mut con);
+    assert!(!limiter.try_acquire("eve", t).unwrap().allowed);
+    assert_eq!(sets_run(&mut con), 1, "the safety TTL is renewed");
+}
+
 #[test]
 fn caller_instants_set_only_the_safety_ttl_and_never_delete() {
     let Some(server) = redis_support::Server::start(&[]) else {

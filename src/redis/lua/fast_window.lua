@@ -33,7 +33,13 @@ local function fixed()
   end
   local reset_s, reset_n = fin_s, fin_n
   if count == 0 then reset_s, reset_n = NOW_S, NOW_N end
-  persist(key, string.format('%d %d %d', start_s, start_n, count), count == 0, reset_s, reset_n)
+  local value = string.format('%d %d %d', start_s, start_n, count)
+  -- A denial in the window the state counts leaves it as it was, expiry included (the
+  -- window's end): on the server's clock it writes nothing, so an attacked key costs no
+  -- write to replicate or log. A caller's instant writes to renew the safety TTL.
+  if not (ABS and passed == 0 and value == raw) then
+    persist(key, value, count == 0, reset_s, reset_n)
+  end
   return {NOW_S, NOW_N, passed, pass_s, pass_n, max - count, reset_s, reset_n}
 end
 
