@@ -289,6 +289,48 @@ fn reset_stats(con: &mut redis::Connection) {
         .unwrap();
 }
 
+const HOUR: u128 = 3_600_000_000_000;
+
+/// On the server's clock, `admissions` admitted calls of `decide`, then a denied one,
+/// all in one window of an hour (retried on the rare run that straddles the top of an
+/// hour): asserts that the admissions ran `admission_sets` `SET`s and the denial none,
+/// and that `keys` and their expiries are as the admissions left them.
+fn a_denial_writes_nothing(
+    con: &mut redis::Connection,
+    keys: &[String],
+    admissions: usize,
+    admission_sets: u64,
+    decide: &dyn Fn() -> bool,
+) {
+    let look = |con: &mut redis::Connection| -> Vec<(String, i64)> {
+        let expiry = |con: &mut redis::Connection, k: &String| -> i64 {
+            redis::cmd("PEXPIRETIME").arg(k).query(con).unwrap()
+        };
+        (keys.iter())
+            .map(|k| (con.get(k).unwrap(), expiry(con, k)))
+            .collect()
+    };
+    loop {
+        con.del::<_, ()>(keys).unwrap();
+        let start = server_ns(con) / HOUR;
+        reset_stats(con);
+        for _ in 0..admissions {
+            assert!(decide(), "admitted");
+        }
+        assert_eq!(sets_run(con), admission_sets, "each admission writes");
+        let after_admissions = look(con);
+        reset_stats(con);
+        let allowed = decide();
+        let sets = sets_run(con);
+        if server_ns(con) / HOUR == start {
+            assert!(!allowed);
+            assert_eq!(sets, 0, "a denial in the counted window rewrote its state");
+            assert_eq!(look(con), after_admissions, "states and expiries");
+            return;
+        }
+    }
+}
+
 #[test]
 fn a_fixed_window_denial_on_the_server_clock_writes_nothing() {
     let Some(server) = redis_support::Server::start(&[]) else {
@@ -296,36 +338,27 @@ fn a_fixed_window_denial_on_the_server_clock_writes_nothing() {
     };
     let store = RedisStore::open(&server.url(), "deny").unwrap();
     let mut con = server.connection("");
-    let hour = 3_600_000_000_000u128;
-    let limiter = store
-        .limiter(FixedWindow::new(rule(2, hour as u64, 1)))
-        .unwrap();
-    let key = limiter.redis_key("eve", Now::Server);
-    // Within one window from the first call to the last (retried on the rare run that
-    // straddles the top of an hour).
-    let (stored, expires) = loop {
-        con.del::<_, ()>(&key).unwrap();
-        let start = server_ns(&mut con) / hour;
-        reset_stats(&mut con);
-        for _ in 0..2 {
-            assert!(limiter.try_acquire("eve", Now::Server).unwrap().allowed);
-        }
-        assert_eq!(sets_run(&mut con), 2, "each admission writes its count");
-        let stored: String = con.get(&key).unwrap();
-        let expires: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(&mut con).unwrap();
-        reset_stats(&mut con);
-        let d = limiter.try_acquire("eve", Now::Server).unwrap();
-        let sets = sets_run(&mut con);
-        if server_ns(&mut con) / hour == start {
-            assert!(!d.allowed);
-            assert_eq!(sets, 0, "a denial in the counted window rewrote its state");
-            break (stored, expires);
-        }
+    let fixed = |max| FixedWindow::new(rule(max, HOUR as u64, 1));
+    let limiter = store.limiter(fixed(2)).unwrap();
+    let keys = limiter.redis_keys("eve", Now::Server);
+    // The fast script (one rule deciding), then the general one (per-rule detail).
+    let fast = || limiter.try_acquire("eve", Now::Server).unwrap().allowed;
+    a_denial_writes_nothing(&mut con, &keys, 2, 2, &fast);
+    let general = || {
+        limiter
+            .try_acquire_all("eve", 1, Now::Server)
+            .unwrap()
+            .decision
+            .allowed
     };
-    // The state and its expiry are as the last admission left them.
-    assert_eq!(con.get::<_, String>(&key).unwrap(), stored);
-    let now: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(&mut con).unwrap();
-    assert_eq!(now, expires);
+    a_denial_writes_nothing(&mut con, &keys, 2, 2, &general);
+    // A composite: the second rule's count is left as it was too.
+    let both = store
+        .limiter(ratesim::Composite::new(vec![fixed(2), fixed(100)]).unwrap())
+        .unwrap();
+    let keys = both.redis_keys("eve", Now::Server);
+    let composite = || both.try_acquire("eve", Now::Server).unwrap().allowed;
+    a_denial_writes_nothing(&mut con, &keys, 2, 4, &composite);
     // A caller's instant still writes on a denial: it renews the safety TTL.
     let t = Now::Caller(Nanos::new(5));
     for _ in 0..2 {

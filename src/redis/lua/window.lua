@@ -14,6 +14,7 @@ function fixed.load(keys, k, argv, a)
   st.start = window_start(NOW, st.w)
   st.count = 0
   local raw = redis.call('GET', st.key)
+  st.raw = raw
   if raw then
     local v = parse(raw)
     -- an earlier window (a backwards clock) is treated as the state's own
@@ -38,7 +39,11 @@ end
 
 function fixed.save(st)
   local reset, idle = fixed.reset(st)
-  persist(st.key, fmt(st.start[1], st.start[2], st.count), idle, reset)
+  local value = fmt(st.start[1], st.start[2], st.count)
+  -- A state left as it was read (a denial in its window) has its key and expiry (the
+  -- window's end) already: on the server's clock nothing is written (fast_window.lua).
+  if ABS and value == st.raw then return end
+  persist(st.key, value, idle, reset)
 end
 
 -- Sliding window counter. Key: "last_s last_ns count prev". Admits when
