@@ -17,9 +17,10 @@
 # interleaved rounds, its rows marked `@base`. Env: REQUESTS (default 200000), ROUNDS
 # (default 3; the median of each). Prints requests/s, the ratio to the counter, and the
 # server's own time per call (INFO commandstats), which a busy machine disturbs less.
-# Two references run beside them (`empty` and `floor`, below): what calling a script
-# with the token bucket's arguments costs, and the least any exact server-clock decision
-# can cost.
+# Four references run beside them (`empty`, `bare`, `read` and `floor`, below): what
+# calling a script with the token bucket's arguments costs, what any script that keeps
+# a state with an expiry costs, a decision that writes nothing, and the least any exact
+# server-clock decision that writes can cost.
 set -euo pipefail
 bin="$(realpath "${1:-target/release/ratesim}")"
 [ -x "$bin" ] || { echo "not an executable: $bin (cargo build --release --features redis)" >&2; exit 2; }
