@@ -273,13 +273,18 @@ fn windows_and_the_log_expire_at_the_idle_instant_never_earlier() {
     }
 }
 
-/// How many `SET`s the server has run since its statistics were last reset (the calls a
-/// script makes are counted as the command's own).
-fn sets_run(con: &mut redis::Connection) -> u64 {
+/// How many times the server has run `command` (lower case) since its statistics were
+/// last reset (the calls a script makes are counted as the command's own).
+fn calls(con: &mut redis::Connection, command: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
     info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_set:calls="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+fn sets_run(con: &mut redis::Connection) -> u64 {
+    calls(con, "set")
 }
 
 fn reset_stats(con: &mut redis::Connection) {
@@ -367,6 +372,48 @@ fn a_fixed_window_denial_on_the_server_clock_writes_nothing() {
     reset_stats(&mut con);
     assert!(!limiter.try_acquire("eve", t).unwrap().allowed);
     assert_eq!(sets_run(&mut con), 1, "the safety TTL is renewed");
+}
+
+#[test]
+fn a_log_denial_on_the_server_clock_leaves_the_lists_expiry_alone() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let store = RedisStore::open(&server.url(), "logdeny").unwrap();
+    let mut con = server.connection("");
+    let limiter = store
+        .limiter(SlidingWindowLog::new(rule(2, HOUR as u64, 1)))
+        .unwrap();
+    let keys = limiter.redis_keys("eve", Now::Server);
+    let fast = || limiter.try_acquire("eve", Now::Server).unwrap().allowed;
+    let general = || {
+        (limiter.try_acquire_all("eve", 1, Now::Server).unwrap())
+            .decision
+            .allowed
+    };
+    let expiry = |con: &mut redis::Connection| -> i64 {
+        redis::cmd("PEXPIRETIME").arg(&keys[1]).query(con).unwrap()
+    };
+    for decide in [&fast as &dyn Fn() -> bool, &general] {
+        con.del::<_, ()>(&keys).unwrap();
+        reset_stats(&mut con);
+        assert!(decide() && decide());
+        assert_eq!(
+            calls(&mut con, "pexpireat"),
+            2,
+            "each entry logged moves it"
+        );
+        let expires = expiry(&mut con);
+        reset_stats(&mut con);
+        assert!(!decide());
+        assert_eq!(
+            calls(&mut con, "pexpireat"),
+            0,
+            "a denial moved the list's expiry"
+        );
+        assert_eq!(sets_run(&mut con), 1, "the state records the instant");
+        assert_eq!(expiry(&mut con), expires);
+    }
 }
 
 #[test]

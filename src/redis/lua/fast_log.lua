@@ -62,7 +62,8 @@ if COST <= max then
   end
 end
 
-if passed == 1 and COST > 0 then
+local grew = passed == 1 and COST > 0
+if grew then
   if new_s == now_s and new_n == now_n then
     new_c = new_c + COST
     redis.call('LSET', list, -1, string.format('%d %d %d', now_s, now_n, new_c))
@@ -78,7 +79,9 @@ if new_s then reset_s, reset_n = expiry(new_s, new_n); idle = false end
 persist(key, string.format('%d %d %d', total, now_s, now_n), idle, reset_s, reset_n)
 if TTL then
   redis.call('PEXPIRE', list, TTL)
-elseif not idle then
+elseif not idle and grew then
+  -- The list expires with its newest entry: only an entry this call logged moves that
+  -- (log.lua's save).
   redis.call('PEXPIREAT', list, pxat(reset_s, reset_n))
 end
 return {NOW_S, NOW_N, passed, pass_s, pass_n, max - total, reset_s, reset_n}

@@ -65,6 +65,7 @@ function log.take(st, cost)
     redis.call('RPUSH', st.list, fmt(st.now[1], st.now[2], cost))
   end
   st.total = st.total + cost
+  st.grew = true
 end
 
 function log.remaining(st) return st.max - st.total end
@@ -77,7 +78,8 @@ end
 function log.save(st)
   local reset, idle = log.reset(st)
   persist(st.key, fmt(st.total, st.now[1], st.now[2]), idle, reset)
-  if ABS and not idle then redis.call('PEXPIREAT', st.list, pxat(reset)) end
+  -- The list expires with its newest entry: only an entry this call logged moves that.
+  if ABS and not idle and st.grew then redis.call('PEXPIREAT', st.list, pxat(reset)) end
   if SAFE then redis.call('PEXPIRE', st.list, SAFE) end
 end
 FAMILIES.log = log
