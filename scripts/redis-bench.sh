@@ -125,13 +125,16 @@ redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[2] * 1000 + 60000); return 1")
 read_sha=$(redis-cli -s "$sock" SCRIPT LOAD \
     "local t = redis.call('TIME'); local v = redis.call('GET', KEYS[1]); return {1, 2, 3, 4, 5, 6, 7, 8}")
 tb="${line[token_bucket]}"
-# (their own state key: the floor's value is not a bucket's state; `bare` is given the
-# instant the library would have asked TIME for)
-line[floor]="$(awk -v sha="$floor_sha" '{$2 = sha; $4 = "bench:floor"; print}' <<<"$tb")"
-line[empty]="$(awk -v sha="$empty_sha" '{$2 = sha; $4 = "bench:empty"; print}' <<<"$tb")"
-line[read]="$(awk -v sha="$read_sha" '{$2 = sha; $4 = "bench:read"; print}' <<<"$tb")"
-line[bare]="$(awk -v sha="$bare_sha" -v t="$(date +%s)" \
-    '{$2 = sha; $4 = "bench:bare"; $(5 + $3) = t; $(6 + $3) = 0; print}' <<<"$tb")"
+# The token bucket's line with another script and its own state key (a reference's
+# value is not a bucket's state); with an instant, passed where the bucket has '' ''.
+beside_tb() { # SHA NAME [UNIX_SECONDS]
+    awk -v sha="$1" -v key="bench:$2" -v t="${3:-}" \
+        '{$2 = sha; $4 = key; if (t != "") { $(5 + $3) = t; $(6 + $3) = 0 } print}' <<<"$tb"
+}
+line[floor]="$(beside_tb "$floor_sha" floor)"
+line[empty]="$(beside_tb "$empty_sha" empty)"
+line[read]="$(beside_tb "$read_sha" read)"
+line[bare]="$(beside_tb "$bare_sha" bare "$(date +%s)")"
 runs="empty bare read floor $runs"
 
 bench() { # prints requests/s of one redis-benchmark run of "$@"; appends the server's

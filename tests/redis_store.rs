@@ -136,6 +136,11 @@ fn the_longest_refill_is_accepted_and_one_nanosecond_more_is_refused() {
 }
 
 /// `<sec> <usec>` of the server's clock, in ns.
+/// The absolute instant (Unix ms) at which `key` expires: -1 without one, -2 if absent.
+fn expire_ms(con: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap()
+}
+
 fn server_ns(con: &mut redis::Connection) -> u128 {
     let (s, us): (u64, u64) = redis::cmd("TIME").query(con).unwrap();
     u128::from(s) * 1_000_000_000 + u128::from(us) * 1000
@@ -177,7 +182,7 @@ fn server_time_keys_expire_at_the_idle_instant_never_earlier() {
         let parts: Vec<u128> = state.split(' ').map(|p| p.parse().unwrap()).collect();
         let decided = parts[1] * 1_000_000_000 + parts[2];
         let idle = decided + u128::from(d.reset_after.as_u64());
-        let expire_ms: i64 = redis::cmd("PEXPIRETIME").arg(&key).query(&mut con).unwrap();
+        let expire_ms = expire_ms(&mut con, &key);
         assert_eq!(expire_ms as u128, idle.div_ceil(1_000_000), "{name}");
         // Redis deletes only once its clock (the one TIME reads) is past the mark.
         assert!(expire_ms as u128 * 1_000_000 >= idle);
@@ -250,7 +255,7 @@ fn windows_and_the_log_expire_at_the_idle_instant_never_earlier() {
             }
         };
         for key in &keys {
-            let expire_ms: i64 = redis::cmd("PEXPIRETIME").arg(key).query(&mut con).unwrap();
+            let expire_ms = expire_ms(&mut con, key);
             assert_eq!(expire_ms as u128, idle.div_ceil(1_000_000), "{name} {key}");
         }
         while server_ns(&mut con) + 20_000_000 < idle {
@@ -308,11 +313,8 @@ fn a_denial_writes_nothing(
     decide: &dyn Fn() -> bool,
 ) {
     let look = |con: &mut redis::Connection| -> Vec<(String, i64)> {
-        let expiry = |con: &mut redis::Connection, k: &String| -> i64 {
-            redis::cmd("PEXPIRETIME").arg(k).query(con).unwrap()
-        };
         (keys.iter())
-            .map(|k| (con.get(k).unwrap(), expiry(con, k)))
+            .map(|k| (con.get(k).unwrap(), expire_ms(con, k)))
             .collect()
     };
     loop {
@@ -391,9 +393,6 @@ fn a_log_denial_on_the_server_clock_leaves_the_lists_expiry_alone() {
             .decision
             .allowed
     };
-    let expiry = |con: &mut redis::Connection| -> i64 {
-        redis::cmd("PEXPIRETIME").arg(&keys[1]).query(con).unwrap()
-    };
     for decide in [&fast as &dyn Fn() -> bool, &general] {
         con.del::<_, ()>(&keys).unwrap();
         reset_stats(&mut con);
@@ -403,7 +402,7 @@ fn a_log_denial_on_the_server_clock_leaves_the_lists_expiry_alone() {
             2,
             "each entry logged moves it"
         );
-        let expires = expiry(&mut con);
+        let expires = expire_ms(&mut con, &keys[1]);
         reset_stats(&mut con);
         assert!(!decide());
         assert_eq!(
@@ -412,7 +411,7 @@ fn a_log_denial_on_the_server_clock_leaves_the_lists_expiry_alone() {
             "a denial moved the list's expiry"
         );
         assert_eq!(sets_run(&mut con), 1, "the state records the instant");
-        assert_eq!(expiry(&mut con), expires);
+        assert_eq!(expire_ms(&mut con, &keys[1]), expires);
     }
 }
 

@@ -443,24 +443,16 @@ mod tests {
     #[test]
     fn the_plan_hands_out_its_arrivals_in_order_and_only_those() {
         use crate::sim::engine::record::Event;
-        let mut p = plan(&[(1, 0, 1), (2, 1, 1)], 99);
-        let first = Event::arrival(
-            0,
-            Arrival {
-                time: Nanos::new(0),
-                key: 1,
-                cost: 1,
-            },
-        );
+        let arrivals = [(1, 0, 1), (2, 1, 1)];
+        let mut p = plan(&arrivals, 99);
+        // The chunk's arrival `seq`, as the driver asks for it.
+        let event = |seq: u64| {
+            let (key, time, cost) = arrivals[seq as usize];
+            let time = Nanos::new(time);
+            Event::arrival(seq, Arrival { time, key, cost })
+        };
+        let (first, second) = (event(0), event(1));
         assert_eq!(p.turn(&first, Nanos::new(0)), Some(0));
-        let second = Event::arrival(
-            1,
-            Arrival {
-                time: Nanos::new(1),
-                key: 2,
-                cost: 1,
-            },
-        );
         assert_eq!(p.turn(&second, Nanos::new(1)), Some(1));
         assert_eq!(p.turn(&second, Nanos::new(1)), None, "past the chunk's end");
     }
