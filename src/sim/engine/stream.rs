@@ -22,7 +22,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 
 use super::driver::Drive;
 use super::server::Sweeps;
-use crate::algorithm::SlidingWindowLog;
+use crate::algorithm::{Algorithm, SlidingWindowLog};
 use crate::composite::Composite;
 use crate::dense::DenseLimiter;
 use crate::sim::traffic::Arrival;
@@ -367,10 +367,9 @@ enum ReferenceLimiter {
 impl ReferenceLimiter {
     fn allows(&mut self, key: u32, cost: u64, now: Nanos) -> bool {
         match self {
-            ReferenceLimiter::One(l) => l.try_acquire_n(key, cost, now),
-            ReferenceLimiter::All(l) => l.try_acquire_n(key, cost, now),
+            ReferenceLimiter::One(l) => admits(l, key, cost, now),
+            ReferenceLimiter::All(l) => admits(l, key, cost, now),
         }
-        .is_ok_and(|d| d.allowed)
     }
 
     fn evict_idle(&mut self, now: Nanos) {
@@ -379,6 +378,14 @@ impl ReferenceLimiter {
             ReferenceLimiter::All(l) => l.evict_idle(now),
         };
     }
+}
+
+/// Whether `limiter` admits `key`'s request of `cost` at `now`, as `try_acquire_n`
+/// decides it (a cost above the capacity is refused before the key is looked up), but
+/// without the rest of its answer (`remaining`, the waits), which nobody reads here.
+fn admits<A: Algorithm>(limiter: &mut DenseLimiter<A>, key: u32, cost: u64, now: Nanos) -> bool {
+    crate::limiter::fits(limiter.algorithm(), cost).is_ok()
+        && limiter.with_state(key, now, |a, s, now| a.try_acquire(s, now, cost))
 }
 
 impl Reference {
