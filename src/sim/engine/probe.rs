@@ -10,7 +10,30 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// Counts `retry_after` (and its whole-second header form) against the exact
 /// earliest instant the denied request would pass.
+#[inline]
 pub(super) fn judge(m: &mut Metrics, now: Nanos, retry_after: Nanos, earliest: Option<Nanos>) {
+    // The common case, an exact advice of a positive wait, costs no wide arithmetic:
+    // its header form (whole seconds, rounded up) is then exact when the wait is a
+    // whole number of seconds and late otherwise. `judge_any` decides every case; the
+    // tests check the two agree.
+    let ns = retry_after.as_u64();
+    if let Some(e) = earliest
+        && ns > 0
+        && now.as_u64().checked_add(ns) == Some(e.as_u64())
+    {
+        m.retry_after_exact += 1;
+        if ns.is_multiple_of(NANOS_PER_SEC) {
+            m.retry_after_secs_exact += 1;
+        } else {
+            m.retry_after_secs_too_late += 1;
+        }
+        return;
+    }
+    judge_any(m, now, retry_after, earliest);
+}
+
+/// [`judge`] for any advice.
+fn judge_any(m: &mut Metrics, now: Nanos, retry_after: Nanos, earliest: Option<Nanos>) {
     // Instants past the clock's last one (`u64::MAX` ns) are all "the end": an advice
     // that points there is exact when nothing passes before it (`earliest` is `None`),
     // too early when the wait it gives ends inside the range and nothing passes there.
@@ -345,6 +368,69 @@ mod tests {
             );
             assert_eq!(got, expected, "now {now}, wait {wait}, earliest {earliest}");
         }
+    }
+
+    /// The six counts one judgement adds.
+    fn judged(
+        f: fn(&mut Metrics, Nanos, Nanos, Option<Nanos>),
+        t: (u64, u64, Option<u64>),
+    ) -> [u64; 6] {
+        let mut m = Metrics::default();
+        f(
+            &mut m,
+            Nanos::new(t.0),
+            Nanos::new(t.1),
+            t.2.map(Nanos::new),
+        );
+        [
+            m.retry_after_exact,
+            m.retry_after_too_early,
+            m.retry_after_too_late,
+            m.retry_after_secs_exact,
+            m.retry_after_secs_too_early,
+            m.retry_after_secs_too_late,
+        ]
+    }
+
+    /// `judge`'s short path for exact advice counts what the general rule counts: at
+    /// random instants and waits (exact, one off either way, whole seconds or not), and
+    /// at the edges (a zero wait, the end of the clock's range).
+    #[test]
+    fn the_short_path_for_exact_advice_agrees_with_the_general_rule() {
+        let s = NANOS_PER_SEC;
+        let mut cases = vec![
+            (0, 1, Some(1)),
+            (3 * s, 0, Some(3 * s)),
+            (3 * s, 0, Some(3 * s + 1)),
+            (3 * s, 2 * s, Some(5 * s)),
+            (u64::MAX - s, s, Some(u64::MAX)),
+            (u64::MAX - s, s, None),
+            (u64::MAX - 1, 1, Some(u64::MAX)),
+            (1, u64::MAX - 1, Some(u64::MAX)),
+            (1, u64::MAX, None),
+        ];
+        let mut rng = ChaCha8Rng::seed_from_u64(27);
+        for _ in 0..20_000 {
+            let now = rng.random_range(0..=u64::MAX / 2);
+            let wait = match rng.random_range(0..3) {
+                0 => rng.random_range(0..=10) * s,
+                1 => rng.random_range(0..=20 * s),
+                _ => rng.random_range(0..=u64::MAX / 2),
+            };
+            let off = rng.random_range(0..=2u64);
+            let earliest = (now + wait + off).checked_sub(1);
+            cases.push((now, wait, earliest.filter(|_| rng.random_range(0..50) > 0)));
+        }
+        let mut short = 0;
+        for t in cases {
+            assert_eq!(
+                judged(judge, t),
+                judged(judge_any, t),
+                "now, wait, earliest: {t:?}"
+            );
+            short += u64::from(t.1 > 0 && Some(t.0 + t.1) == t.2);
+        }
+        assert!(short > 5_000, "the short path was taken only {short} times");
     }
 
     /// Judging at the end of the clock's range: `None` (passes at no instant) matches
