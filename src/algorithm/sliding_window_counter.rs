@@ -50,7 +50,19 @@ impl SlidingWindowCounter {
 
     fn view(&self, s: &CounterState, now: Nanos) -> View {
         let now = now.max(s.last);
-        let (window, current) = (now.as_u64() / self.w(), s.last.as_u64() / self.w());
+        let w = self.w();
+        // `now`'s window and the nanoseconds elapsed in it, `(now / W, now % W)`, with
+        // one division instead of two when `now` is in the state's window or the next
+        // (nearly always: a state older than that is stale anyway).
+        let current = s.last.as_u64() / w;
+        let since = now.as_u64() - current * w; // current · W <= last <= now
+        let (window, elapsed) = if since < w {
+            (current, since)
+        } else if since - w < w {
+            (current + 1, since - w)
+        } else {
+            (now.as_u64() / w, now.as_u64() % w)
+        };
         let (prev, count) = match window - current {
             0 => (s.prev, s.count),
             1 => (s.count, 0), // the current window became the previous one
@@ -58,7 +70,7 @@ impl SlidingWindowCounter {
         };
         View {
             window,
-            elapsed: now.as_u64() % self.w(),
+            elapsed,
             prev,
             count,
             now,
@@ -191,5 +203,54 @@ impl Algorithm for SlidingWindowCounter {
             return Nanos::ZERO;
         };
         wait_until((u128::from(v.window) + empty_from) * w, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The view's window and elapsed time are `now / W` and `now % W` (of `now` clamped
+    /// to the state's instant), however far apart the state's instant and `now` are:
+    /// the same window, the next, later ones, and the ends of the clock's range.
+    #[test]
+    fn the_view_finds_the_window_of_now_exactly() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        // xorshift64, deterministic; `below(n)` is uniform enough in 0..n.
+        let mut below = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if n == u64::MAX { x } else { x % (n + 1) }
+        };
+        for i in 0..100_000u64 {
+            let w = 1 + match i % 3 {
+                0 => below(9),
+                1 => below(10_000_000_000),
+                _ => below(u64::MAX - 1),
+            };
+            let last = match i % 4 {
+                0 => u64::MAX - below(w.min(1_000)),
+                _ => below(u64::MAX / 2),
+            };
+            let now = match i % 5 {
+                0 => below(u64::MAX),
+                1 => last.saturating_sub(below(w)),
+                _ => last.saturating_add(below(w.saturating_mul(3))),
+            };
+            let algo = SlidingWindowCounter::new(Rule::new(5, Nanos::new(w)).unwrap());
+            let state = CounterState {
+                last: Nanos::new(last),
+                count: 3,
+                prev: 4,
+            };
+            let v = algo.view(&state, Nanos::new(now));
+            let at = now.max(last);
+            assert_eq!(
+                (v.window, v.elapsed),
+                (at / w, at % w),
+                "W {w}, last {last}, now {now}"
+            );
+        }
     }
 }
