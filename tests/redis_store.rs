@@ -568,3 +568,37 @@ fn a_composite_of_one_algorithm_is_one_limiter_that_decides_as_in_memory() {
         "{denied_by:?}"
     );
 }
+
+/// Two limiters' first pipelines sent at once (an eviction sweep of 5,000 keys each, on
+/// their own connections) to a server that has not seen the script: each must run
+/// whole. The server reads a long pipeline in parts, so another connection's
+/// `SCRIPT LOAD` can land between its commands; a pipeline answered `NOSCRIPT` only in
+/// part has run the rest and cannot be resent, and failed the simulator's run (seen
+/// once in tests/redis_faults.rs under load). Twenty rounds, the scripts flushed
+/// before each, fresh limiters each time.
+#[test]
+fn first_pipelines_sent_at_once_run_whole() {
+    let Some(server) = redis_support::Server::start(&[]) else {
+        return;
+    };
+    let mut con = server.connection("");
+    let keys: Vec<String> = (0..5_000).map(|i| format!("k{i}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let r = rule(10, 1_000_000_000, 10);
+    for round in 0..20 {
+        let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            for side in ["a", "b"] {
+                let (barrier, keys, url) = (&barrier, &keys, server.url());
+                s.spawn(move || {
+                    let store = RedisStore::open(&url, side).unwrap();
+                    let limiter = store.limiter(TokenBucket::new(r)).unwrap();
+                    barrier.wait();
+                    let swept = limiter.evict_idle(keys, Nanos::from_secs(1));
+                    assert!(swept.is_ok(), "round {round}, side {side}: {swept:?}");
+                });
+            }
+        });
+    }
+}

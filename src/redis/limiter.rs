@@ -3,6 +3,7 @@
 //! is one call of the script; this module names the keys, sends the call and applies the
 //! failure policy. The arithmetic is in the Lua files, the reply's reading in `script`.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 #[cfg(feature = "tower")]
@@ -66,6 +67,9 @@ pub struct RedisLimiter {
     fingerprint: String,
     policy: FailurePolicy,
     timeout: Duration,
+    /// The hashes of the scripts this limiter (and its clones) loaded before their first
+    /// pipeline (see [`run_at`](RedisLimiter::run_at)).
+    loaded: Arc<Mutex<Vec<String>>>,
 }
 
 impl RedisStore {
@@ -107,6 +111,7 @@ impl RedisLimiter {
             fingerprint,
             policy: FailurePolicy::Closed,
             timeout: DEFAULT_TIMEOUT,
+            loaded: Arc::default(),
         }
     }
 
@@ -316,7 +321,16 @@ impl RedisLimiter {
                 .arg(keys)
                 .arg(args);
         }
-        self.store
+        // The script is loaded before this limiter's first pipeline of it. The server
+        // reads a long pipeline in parts, and another connection's `SCRIPT LOAD` (a
+        // second limiter's, after its own pipeline came back all `NOSCRIPT`) can land
+        // between them: a pipeline answered `NOSCRIPT` in part has run the rest and
+        // cannot be resent. Loaded first, every pipeline finds the script (until a
+        // restart or flush, which `pipelined` handles when it is whole).
+        let hash = script.get_hash();
+        let first = !self.loaded_scripts().iter().any(|h| h == hash);
+        let replies = self
+            .store
             .with_connection(self.timeout, |con| {
                 if !con.supports_pipelining() {
                     return (calls.iter())
@@ -329,9 +343,20 @@ impl RedisLimiter {
                         })
                         .collect();
                 }
+                if first {
+                    script.load(con)?;
+                }
                 pipelined(con, &pipe, script)
             })
-            .map_err(|error| self.unavailable(error))
+            .map_err(|error| self.unavailable(error))?;
+        if first {
+            self.loaded_scripts().push(hash.to_owned());
+        }
+        Ok(replies)
+    }
+
+    fn loaded_scripts(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.loaded.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn call(
