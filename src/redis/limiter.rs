@@ -328,9 +328,7 @@ impl RedisLimiter {
         // cannot be resent. Loaded first, every pipeline finds the script (until a
         // restart or flush, which `pipelined` handles when it is whole).
         let hash = script.get_hash();
-        let first = !self.loaded_scripts().iter().any(|h| h == hash);
-        let replies = self
-            .store
+        self.store
             .with_connection(self.timeout, |con| {
                 if !con.supports_pipelining() {
                     return (calls.iter())
@@ -343,16 +341,13 @@ impl RedisLimiter {
                         })
                         .collect();
                 }
-                if first {
+                if !self.loaded_scripts().iter().any(|h| h == hash) {
                     script.load(con)?;
+                    self.loaded_scripts().push(hash.to_owned());
                 }
                 pipelined(con, &pipe, script)
             })
-            .map_err(|error| self.unavailable(error))?;
-        if first {
-            self.loaded_scripts().push(hash.to_owned());
-        }
-        Ok(replies)
+            .map_err(|error| self.unavailable(error))
     }
 
     fn loaded_scripts(&self) -> std::sync::MutexGuard<'_, Vec<String>> {

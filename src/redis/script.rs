@@ -60,8 +60,9 @@ pub const SCRIPT_COMMANDS: [&str; 12] = [
 ];
 
 /// The commands the store sends itself, besides the scripts': `EVALSHA` (every
-/// decision), `SCRIPT LOAD` (after `NOSCRIPT`), `PING` (opening) and `SET` (the marker
-/// key, at opening and after a loss). ACL names.
+/// decision), `SCRIPT LOAD` (after `NOSCRIPT`, and before a limiter's first pipeline of
+/// a script), `PING` (opening) and `SET` (the marker key, at opening and after a loss).
+/// ACL names.
 pub const CLIENT_COMMANDS: [&str; 4] = ["evalsha", "ping", "script|load", "set"];
 
 /// The safety TTL of every key written at a caller's instant: refreshed by each write,
