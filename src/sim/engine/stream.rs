@@ -61,7 +61,7 @@ pub(super) enum Message {
         arrivals: Chunk,
         /// Names of the keys first seen in this chunk, in id order: each worker interns
         /// them into its own table, so its ids are the stream's.
-        new_keys: Arc<[String]>,
+        new_keys: Arc<[Arc<str>]>,
     },
     /// The stream is complete; its history, when one was kept and fits.
     End(Option<Arc<History>>),
@@ -86,11 +86,8 @@ pub(super) fn produce(
         let message = if chunk.is_empty() {
             Message::End(history.take().map(Arc::new))
         } else {
-            let keys = stream.keys();
-            let new_keys = (known..keys.len())
-                .map(|id| keys.name(id as u32).to_string())
-                .collect();
-            known = keys.len();
+            let new_keys = stream.keys().share(known);
+            known = stream.keys().len();
             Message::Chunk {
                 arrivals: Arc::from(chunk.as_slice()),
                 new_keys,
@@ -132,7 +129,7 @@ impl Received {
         match self.rx.recv() {
             Ok(Message::Chunk { arrivals, new_keys }) => {
                 for name in new_keys.iter() {
-                    self.keys.intern(name);
+                    self.keys.intern_shared(name);
                 }
                 Ok(Some(arrivals))
             }

@@ -13,7 +13,12 @@
 mod keys;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -39,39 +44,81 @@ pub struct Arrival {
 }
 
 /// Key names ↔ dense `u32` ids, so the engine's maps hash small integers.
-#[derive(Debug, Default, Clone)]
+///
+/// A name is stored once, shared (`Arc<str>`): the run's workers copy the producer's
+/// table name by name (see [`share`](KeyTable::share)) without copying a byte. The
+/// name → id index hashes with foldhash, seeded per table, the limiter's hasher.
+#[derive(Default, Clone)]
 pub struct KeyTable {
-    names: Vec<String>,
-    ids: HashMap<String, u32>,
+    names: Vec<Arc<str>>,
+    /// Ids, found by their names' hashes.
+    ids: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl std::fmt::Debug for KeyTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyTable")
+            .field("names", &self.names)
+            .finish()
+    }
 }
 
 impl KeyTable {
     /// The id of `name`, assigning the next one on first sight.
     pub fn intern(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.ids.get(name) {
-            return id;
+        self.intern_with(name, || Arc::from(name))
+    }
+
+    /// [`intern`](Self::intern) of a name another table already holds: a new entry
+    /// shares it instead of copying it.
+    pub(crate) fn intern_shared(&mut self, name: &Arc<str>) -> u32 {
+        self.intern_with(name, || Arc::clone(name))
+    }
+
+    fn intern_with(&mut self, name: &str, stored: impl FnOnce() -> Arc<str>) -> u32 {
+        let hash = self.hasher.hash_one(name);
+        let names = &self.names;
+        let entry = self.ids.entry(
+            hash,
+            |&id| *names[id as usize] == *name,
+            |&id| self.hasher.hash_one(&*names[id as usize]),
+        );
+        match entry {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                // Validation caps every source below u32::MAX keys, but traces could
+                // add more; saturate rather than wrap (ids are only labels).
+                let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+                e.insert(id);
+                self.names.push(stored());
+                id
+            }
         }
-        // Validation caps every source below u32::MAX keys, but traces could add
-        // more; saturate rather than wrap (ids are only labels).
-        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.names.push(name.to_string());
-        self.ids.insert(name.to_string(), id);
-        id
+    }
+
+    /// The names of ids `from..`, shared, for another table to
+    /// [`intern_shared`](Self::intern_shared) in order.
+    pub(crate) fn share(&self, from: usize) -> Arc<[Arc<str>]> {
+        self.names.get(from..).unwrap_or_default().into()
     }
 
     /// The name of key `id` (empty for an unknown id).
     pub fn name(&self, id: u32) -> &str {
-        self.names.get(id as usize).map_or("", String::as_str)
+        self.names.get(id as usize).map_or("", |n| n)
     }
 
     /// The id of `name`, if it has been seen.
     pub fn id(&self, name: &str) -> Option<u32> {
-        self.ids.get(name).copied()
+        let hash = self.hasher.hash_one(name);
+        (self.ids)
+            .find(hash, |&id| *self.names[id as usize] == *name)
+            .copied()
     }
 
     /// Every name seen, in order of first sight.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.names.iter().map(String::as_str)
+        self.names.iter().map(|n| &**n)
     }
 
     /// How many keys have been seen.
@@ -572,6 +619,33 @@ mod tests {
             (keys.id("a"), keys.id("c"), keys.id("d")),
             (Some(1), Some(2), None)
         );
+    }
+
+    /// A worker's table copied from the producer's with `share` and `intern_shared`
+    /// numbers every name as the producer's does, shares the names' storage, and
+    /// still finds a name interned twice by its first id.
+    #[test]
+    fn a_table_copied_by_sharing_numbers_names_as_the_original() {
+        let mut producer = KeyTable::default();
+        let mut worker = KeyTable::default();
+        let mut known = 0;
+        for batch in [&["x", "y"][..], &["y", "z", "x", "w"][..], &[][..]] {
+            for n in batch {
+                producer.intern(n);
+            }
+            for name in producer.share(known).iter() {
+                worker.intern_shared(name);
+            }
+            known = producer.len();
+        }
+        assert_eq!(worker.names().collect::<Vec<_>>(), ["x", "y", "z", "w"]);
+        for (id, name) in producer.names().enumerate() {
+            assert_eq!(worker.id(name), Some(id as u32));
+            assert!(Arc::ptr_eq(&producer.names[id], &worker.names[id]));
+        }
+        assert_eq!(worker.intern_shared(&Arc::from("y")), 1);
+        assert_eq!(worker.len(), 4);
+        assert!(producer.share(9).is_empty());
     }
 
     /// A stream of a few keys yields exactly the whole stream's arrivals of those keys
