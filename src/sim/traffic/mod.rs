@@ -46,8 +46,8 @@ pub struct Arrival {
 /// Key names ↔ dense `u32` ids, so the engine's maps hash small integers.
 ///
 /// A name is stored once, shared (`Arc<str>`): the run's workers copy the producer's
-/// table name by name (with `share`) without copying a byte. The
-/// name → id index hashes with foldhash, seeded per table, the limiter's hasher.
+/// table name by name (with `share`) without copying a byte. The name → id index
+/// hashes with foldhash, seeded per table, the limiter's hasher.
 #[derive(Default, Clone)]
 pub struct KeyTable {
     names: Vec<Arc<str>>,
