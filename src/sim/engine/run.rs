@@ -189,7 +189,7 @@ fn share_reference(scenario: &Scenario, groups: &[Vec<Assigned<'_>>]) -> Vec<Sha
     for (i, share) in shares.iter_mut().enumerate() {
         if i != owner {
             // A few chunks of slack so the two threads rarely wait for each other.
-            let (tx, rx) = sync_channel(16);
+            let (tx, rx) = sync_channel(stream::SLACK);
             senders.push(tx);
             *share = Share::Receive(rx);
         }

@@ -29,12 +29,16 @@ use crate::sim::traffic::Arrival;
 use crate::sim::{ArrivalStream, KeyTable, Scenario, ScenarioError};
 use crate::time::Nanos;
 
-/// Arrivals generated and fed to the algorithms at a time: small enough to stay in
-/// cache, large enough that the per-chunk dynamic dispatch is noise.
-pub(super) const CHUNK: usize = 1024;
+/// Arrivals generated and fed to the algorithms at a time (512 KB of them): large
+/// enough that the per-chunk dynamic dispatch is noise and that the threads rarely
+/// wait for each other. Each wait on a bounded channel is a context switch; at 1,024 a
+/// chunk, `scale_1_key` made ~20,000 of them and spent 5–15 % more CPU (docs/
+/// performance.md, "Chunks of 16,384").
+pub(super) const CHUNK: usize = 16384;
 
-/// Chunks a worker may fall behind the producer before the producer waits.
-pub(super) const SLACK: usize = 16;
+/// Chunks a worker (or a group waiting for the reference's decisions) may fall behind
+/// before the sender waits.
+pub(super) const SLACK: usize = 4;
 
 /// A chunk of the stream, `(seq, arrival)` in order, shared by every worker.
 pub(super) type Chunk = Arc<[(u64, Arrival)]>;
