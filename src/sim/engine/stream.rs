@@ -17,6 +17,7 @@
 //! reference's decisions come from change no result. Nothing here decides a request for
 //! an algorithm.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 
@@ -41,7 +42,7 @@ pub(super) const CHUNK: usize = 16384;
 pub(super) const SLACK: usize = 4;
 
 /// A chunk of the stream, `(seq, arrival)` in order, shared by every worker.
-pub(super) type Chunk = Arc<[(u64, Arrival)]>;
+pub(super) type Chunk = Arc<Vec<(u64, Arrival)>>;
 
 /// Refills `chunk` with up to [`CHUNK`] arrivals; empty at the end of the stream.
 pub(super) fn next_chunk(
@@ -82,18 +83,20 @@ pub(super) fn produce(
 ) -> Result<(), ScenarioError> {
     let mut stream = ArrivalStream::new(scenario)?;
     let mut history = keep_history.then(History::default);
-    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut sent = VecDeque::new();
     let mut known = 0;
     loop {
-        next_chunk(&mut stream, &mut chunk)?;
-        History::keep(&mut history, &chunk);
-        let message = if chunk.is_empty() {
+        let mut chunk = unshared(&mut sent);
+        let arrivals = Arc::get_mut(&mut chunk).expect("no worker holds a chunk to refill");
+        next_chunk(&mut stream, arrivals)?;
+        History::keep(&mut history, arrivals);
+        let message = if arrivals.is_empty() {
             Message::End(history.take().map(Arc::new))
         } else {
             let new_keys = stream.keys().share(known);
             known = stream.keys().len();
             Message::Chunk {
-                arrivals: Arc::from(chunk.as_slice()),
+                arrivals: Arc::clone(&chunk),
                 new_keys,
             }
         };
@@ -104,6 +107,19 @@ pub(super) fn produce(
         if matches!(message, Message::End(_)) {
             return Ok(());
         }
+        sent.push_back(chunk);
+        if sent.len() > 2 * SLACK {
+            sent.pop_front();
+        }
+    }
+}
+
+/// The oldest chunk `sent` if every worker is done with it (refilled in place: no
+/// allocation, no copy of its 512 KB), else a new one.
+fn unshared(sent: &mut VecDeque<Chunk>) -> Chunk {
+    match sent.front_mut().map(Arc::get_mut) {
+        Some(Some(_)) => sent.pop_front().expect("the front was just seen"),
+        _ => Arc::new(Vec::with_capacity(CHUNK)),
     }
 }
 
