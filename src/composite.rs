@@ -102,6 +102,12 @@ impl<A: Algorithm> Algorithm for Composite<A> {
         self.parts.iter().map(|p| p.new_state(now)).collect()
     }
 
+    fn renew(&self, state: &mut Self::State, now: Nanos) {
+        for (p, s) in self.parts.iter().zip(state.iter_mut()) {
+            p.renew(s, now);
+        }
+    }
+
     fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool {
         // Check every rule first; a denial by one must not consume from the others.
         let all_pass = self

@@ -19,9 +19,12 @@ use crate::time::Nanos;
 ///
 /// Memory follows the largest client number seen, not the number of clients: one slot
 /// of `size_of::<Option<A::State>>()` plus 4 bytes per number up to it, plus 4 bytes per
-/// client holding a state; slots are not given back when clients are evicted. Number
-/// clients densely from 0 (a number near `u32::MAX` asks for billions of slots, and
-/// aborts like any allocation that cannot be met).
+/// client holding a state; slots are not given back when clients are evicted, and an
+/// evicted state that owns memory (the sliding log's) is kept and
+/// [`renew`](Algorithm::renew)ed for the next new client, so states held and kept never
+/// outnumber the most clients held at once. Number clients densely from 0 (a number
+/// near `u32::MAX` asks for billions of slots, and aborts like any allocation that
+/// cannot be met).
 ///
 /// ```
 /// use ratesim::{DenseLimiter, Nanos, Rule, TokenBucket};
@@ -40,6 +43,8 @@ use crate::time::Nanos;
 pub struct DenseLimiter<A: Algorithm> {
     algorithm: A,
     states: Slots<A::State>,
+    /// Evicted states, [`renew`](Algorithm::renew)ed for the next new clients.
+    spare: Vec<A::State>,
 }
 
 impl<A: Algorithm> DenseLimiter<A> {
@@ -48,6 +53,7 @@ impl<A: Algorithm> DenseLimiter<A> {
         DenseLimiter {
             algorithm,
             states: Slots::default(),
+            spare: Vec::new(),
         }
     }
 
@@ -89,8 +95,14 @@ impl<A: Algorithm> DenseLimiter<A> {
         now: Nanos,
         f: impl FnOnce(&A, &mut A::State, Nanos) -> R,
     ) -> R {
-        let algorithm = &self.algorithm;
-        let state = self.states.get_or_insert(id, || algorithm.new_state(now));
+        let (algorithm, spare) = (&self.algorithm, &mut self.spare);
+        let state = self.states.get_or_insert(id, || match spare.pop() {
+            Some(mut state) => {
+                algorithm.renew(&mut state, now);
+                state
+            }
+            None => algorithm.new_state(now),
+        });
         f(algorithm, state, now)
     }
 
@@ -129,8 +141,19 @@ impl<A: Algorithm> DenseLimiter<A> {
     /// ([`Algorithm::is_idle`]); returns how many.
     pub fn evict_idle(&mut self, now: Nanos) -> usize {
         let algorithm = &self.algorithm;
-        self.states
-            .remove_where(|state| algorithm.is_idle(state, now))
+        // States that own memory (the sliding log's deque) are kept for the next new
+        // clients: no allocation, no growing from empty again. Held and kept together
+        // never outnumber the most clients ever held at once.
+        let keep = std::mem::needs_drop::<A::State>();
+        let spare = &mut self.spare;
+        self.states.remove_where(
+            |state| algorithm.is_idle(state, now),
+            |state| {
+                if keep {
+                    spare.push(state);
+                }
+            },
+        )
     }
 
     /// The number of clients holding a state.
@@ -194,14 +217,19 @@ impl<S> Slots<S> {
         }
     }
 
-    /// Empties every slot whose state `idle` says so; returns how many.
-    fn remove_where(&mut self, mut idle: impl FnMut(&S) -> bool) -> usize {
+    /// Empties every slot whose state `idle` says so, handing each state to `removed`;
+    /// returns how many.
+    fn remove_where(
+        &mut self,
+        mut idle: impl FnMut(&S) -> bool,
+        mut removed: impl FnMut(S),
+    ) -> usize {
         let before = self.held.len();
         let mut p = 0;
         while p < self.held.len() {
             let slot = &mut self.slots[self.held[p] as usize];
             if slot.as_ref().is_some_and(&mut idle) {
-                *slot = None;
+                removed(slot.take().expect("an idle slot holds a state"));
                 self.unlist(p); // the last listed client moves to `p`: look at it next
             } else {
                 p += 1;

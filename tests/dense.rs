@@ -129,6 +129,9 @@ proptest! {
         both_stores_agree(|| TokenBucket::new(rule), &ops);
         both_stores_agree(|| LeakyBucket::new(rule), &ops);
         both_stores_agree(|| Gcra::new(rule), &ops);
+        // The log owns memory: the dense store renews its evicted states for new
+        // clients (`Algorithm::renew`), which the keyed limiter does not.
+        both_stores_agree(|| SlidingWindowLog::new(rule), &ops);
         let logs = || {
             let parts = rules().into_iter().map(SlidingWindowLog::new).collect();
             Composite::new(parts).unwrap()
@@ -173,6 +176,34 @@ fn clients_leave_and_come_back_in_any_order() {
     );
     assert_eq!(dense.len(), 1);
     assert_eq!(dense.algorithm().name(), "fixed_window");
+}
+
+#[test]
+fn a_new_client_given_an_evicted_log_starts_as_fresh_as_one_never_seen() {
+    let rule = Rule::new(3, Nanos::from_secs(1)).unwrap();
+    let mut reused = DenseLimiter::new(SlidingWindowLog::new(rule));
+    for (i, id) in [0, 1, 0, 2, 0, 1].into_iter().enumerate() {
+        reused
+            .try_acquire_n(id, 1, Nanos::from_millis(i as u64))
+            .unwrap();
+    }
+    assert_eq!(reused.evict_idle(Nanos::from_secs(2)), 3);
+    let mut fresh = DenseLimiter::new(SlidingWindowLog::new(rule));
+    // Three new clients take the three evicted states; each must hold nothing of its
+    // old entries (those would deny the third request here) and start at its own now.
+    for id in [7, 8, 9] {
+        for k in 0..4 {
+            let t = Nanos::from_secs(2) + Nanos::from_millis(10 * k);
+            let got = reused.try_acquire_n(id, 1, t).unwrap();
+            assert_eq!(
+                got,
+                fresh.try_acquire_n(id, 1, t).unwrap(),
+                "client {id}, {k}"
+            );
+            assert_eq!(got.allowed, k < 3, "client {id}, request {k}");
+        }
+        assert_eq!(reused.state(id), fresh.state(id), "client {id}'s state");
+    }
 }
 
 #[test]

@@ -53,6 +53,8 @@ pub trait DynAlgorithm: Send + Sync {
     fn capacity(&self) -> u64;
     /// See [`Algorithm::new_state`].
     fn new_state(&self, now: Nanos) -> Box<dyn ErasedState>;
+    /// See [`Algorithm::renew`].
+    fn renew(&self, state: &mut dyn ErasedState, now: Nanos);
     /// See [`Algorithm::try_acquire`].
     fn try_acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> bool;
     /// See [`Algorithm::acquire`].
@@ -89,6 +91,10 @@ impl<A: Algorithm> DynAlgorithm for A {
     }
     fn new_state(&self, now: Nanos) -> Box<dyn ErasedState> {
         Box::new(Algorithm::new_state(self, now))
+    }
+    fn renew(&self, state: &mut dyn ErasedState, now: Nanos) {
+        let state = state.as_any_mut().downcast_mut().expect(FOREIGN_STATE);
+        Algorithm::renew(self, state, now);
     }
     fn try_acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> bool {
         let state = state.as_any_mut().downcast_mut().expect(FOREIGN_STATE);
@@ -145,6 +151,10 @@ impl Algorithm for BoxedAlgorithm {
     }
     fn new_state(&self, now: Nanos) -> Self::State {
         self.0.new_state(now)
+    }
+    /// Renews the boxed state in place: the box is kept too.
+    fn renew(&self, state: &mut Self::State, now: Nanos) {
+        self.0.renew(&mut **state, now);
     }
     fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool {
         self.0.try_acquire(&mut **state, now, cost)

@@ -61,6 +61,13 @@ pub trait Algorithm: Send + Sync + 'static {
     /// State for a key seen for the first time at `now`.
     fn new_state(&self, now: Nanos) -> Self::State;
 
+    /// Makes `state` equal to [`new_state(now)`](Algorithm::new_state), keeping the
+    /// memory it owns where it can (the sliding log keeps its deque's buffer), for a
+    /// store that reuses the states of evicted keys.
+    fn renew(&self, state: &mut Self::State, now: Nanos) {
+        *state = self.new_state(now);
+    }
+
     /// Checks and consumes `cost` permits in one step; returns whether it passed.
     /// A denied request leaves the state's future decisions unchanged.
     fn try_acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> bool;

@@ -99,6 +99,12 @@ impl Algorithm for SlidingWindowLog {
         }
     }
 
+    fn renew(&self, state: &mut LogState, now: Nanos) {
+        state.entries.clear();
+        state.total = 0;
+        state.last = now;
+    }
+
     fn try_acquire(&self, state: &mut LogState, now: Nanos, cost: u64) -> bool {
         let now = now.max(state.last);
         state.last = now;
