@@ -199,6 +199,18 @@ fn is_idle_only_when_indistinguishable_from_fresh<A: Algorithm>(build: fn(Rule) 
     );
 }
 
+fn a_renewed_state_decides_as_a_fresh_one<A: Algorithm>(build: fn(Rule) -> A) {
+    for_each_step(build, |a, state, now, _, rng, ctx, _| {
+        let mut renewed = state.clone();
+        a.renew(&mut renewed, now);
+        let diff = first_difference(a, renewed, a.new_state(now), now, rng);
+        assert_eq!(
+            diff, None,
+            "{ctx}: a renewed state decided unlike a fresh one"
+        );
+    });
+}
+
 fn a_backwards_clock_changes_nothing<A: Algorithm>(build: fn(Rule) -> A) {
     for_each_step(build, |a, state, _, c, rng, ctx, now| {
         // `now` is the latest instant this state has seen; ask at an earlier one.
@@ -305,6 +317,10 @@ macro_rules! conformance {
             #[test]
             fn is_idle_only_when_indistinguishable_from_fresh() {
                 super::is_idle_only_when_indistinguishable_from_fresh($build);
+            }
+            #[test]
+            fn a_renewed_state_decides_as_a_fresh_one() {
+                super::a_renewed_state_decides_as_a_fresh_one($build);
             }
             #[test]
             fn a_backwards_clock_changes_nothing() {
