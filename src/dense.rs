@@ -228,8 +228,8 @@ impl<S> Slots<S> {
         let mut p = 0;
         while p < self.held.len() {
             let slot = &mut self.slots[self.held[p] as usize];
-            if slot.as_ref().is_some_and(&mut idle) {
-                removed(slot.take().expect("an idle slot holds a state"));
+            if let Some(state) = slot.take_if(|state| idle(state)) {
+                removed(state);
                 self.unlist(p); // the last listed client moves to `p`: look at it next
             } else {
                 p += 1;

@@ -199,15 +199,19 @@ fn is_idle_only_when_indistinguishable_from_fresh<A: Algorithm>(build: fn(Rule) 
     );
 }
 
+/// At the next request's instant, and at one before the latest the state has seen (a
+/// renewed state starts at its own instant, as a fresh one does, not at the old one's).
 fn a_renewed_state_decides_as_a_fresh_one<A: Algorithm>(build: fn(Rule) -> A) {
-    for_each_step(build, |a, state, now, _, rng, ctx, _| {
-        let mut renewed = state.clone();
-        a.renew(&mut renewed, now);
-        let diff = first_difference(a, renewed, a.new_state(now), now, rng);
-        assert_eq!(
-            diff, None,
-            "{ctx}: a renewed state decided unlike a fresh one"
-        );
+    for_each_step(build, |a, state, now, _, rng, ctx, last| {
+        for at in [now, Nanos::new(last.as_u64() / 2)] {
+            let mut renewed = state.clone();
+            a.renew(&mut renewed, at);
+            let diff = first_difference(a, renewed, a.new_state(at), at, rng);
+            assert_eq!(
+                diff, None,
+                "{ctx}: a state renewed at {at:?} decided unlike a fresh one"
+            );
+        }
     });
 }
 

@@ -189,8 +189,8 @@ fn a_new_client_given_an_evicted_log_starts_as_fresh_as_one_never_seen() {
     }
     assert_eq!(reused.evict_idle(Nanos::from_secs(2)), 3);
     let mut fresh = DenseLimiter::new(SlidingWindowLog::new(rule));
-    // Three new clients take the three evicted states; each must hold nothing of its
-    // old entries (those would deny the third request here) and start at its own now.
+    // Three new clients take the three evicted states; each must start empty (a count
+    // left from its old entries would deny its first requests).
     for id in [7, 8, 9] {
         for k in 0..4 {
             let t = Nanos::from_secs(2) + Nanos::from_millis(10 * k);
