@@ -552,8 +552,12 @@ pub(crate) fn acquire<A: Algorithm>(
     now: Nanos,
     cost: u64,
 ) -> Decision {
-    let allowed = algo.try_acquire(state, now, cost);
-    decision(algo, state, now, cost, allowed)
+    let (outcome, wait) = algo.acquire_or_wait(state, now, cost);
+    Decision {
+        allowed: outcome.admitted(),
+        retry_after: wait.unwrap_or(Nanos::MAX),
+        ..decision(algo, state, now, cost, true)
+    }
 }
 
 /// The decision to report after `try_acquire(state, now, cost)` returned `allowed`

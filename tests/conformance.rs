@@ -6,7 +6,7 @@
 //! instant.
 
 use ratesim::{
-    Algorithm, BoxedAlgorithm, Composite, FixedWindow, Gcra, LeakyBucket, Nanos, Rule,
+    Algorithm, BoxedAlgorithm, Composite, FixedWindow, Gcra, LeakyBucket, Nanos, Outcome, Rule,
     SlidingWindowCounter, SlidingWindowLog, TokenBucket,
 };
 
@@ -286,6 +286,35 @@ fn would_pass_answers_as_try_acquire_on_a_copy<A: Algorithm>(build: fn(Rule) -> 
     });
 }
 
+/// `acquire_or_wait` answers what `acquire` and then, for a denial, `retry_after` on
+/// the state it left answer, and leaves a state that decides the same future.
+fn acquire_or_wait_is_acquire_then_retry_after<A: Algorithm>(build: fn(Rule) -> A) {
+    for_each_step(build, |a, state, now, c, rng, ctx, last| {
+        let window = a.rule().window().as_u64();
+        let later = now + Nanos::new(rng.below(2 * window));
+        let earlier = Nanos::new(rng.below(last.as_u64() + 1));
+        let near_the_end = Nanos::new(u64::MAX - rng.below(window));
+        for t in [now, later, earlier, near_the_end] {
+            for cost in [c, 0, 1, a.capacity(), a.capacity() + 1, u64::MAX] {
+                let mut fused = state.clone();
+                let got = a.acquire_or_wait(&mut fused, t, cost);
+                let mut apart = state.clone();
+                let outcome = a.acquire(&mut apart, t, cost);
+                let wait = match outcome {
+                    Outcome::Denied => a.retry_after(&apart, t, cost),
+                    _ => Some(Nanos::ZERO),
+                };
+                assert_eq!(got, (outcome, wait), "{ctx}: at {t:?}, cost {cost}");
+                assert_eq!(
+                    first_difference(a, fused, apart, t, rng),
+                    None,
+                    "{ctx}: acquire_or_wait at {t:?}, cost {cost} left another state"
+                );
+            }
+        }
+    });
+}
+
 fn a_cost_above_capacity_can_never_pass<A: Algorithm>(build: fn(Rule) -> A) {
     for_each_step(build, |a, state, now, _, _, ctx, _| {
         let too_big = a.capacity() + 1;
@@ -339,6 +368,10 @@ macro_rules! conformance {
                 super::would_pass_answers_as_try_acquire_on_a_copy($build);
             }
             #[test]
+            fn acquire_or_wait_is_acquire_then_retry_after() {
+                super::acquire_or_wait_is_acquire_then_retry_after($build);
+            }
+            #[test]
             fn a_cost_above_capacity_can_never_pass() {
                 super::a_cost_above_capacity_can_never_pass($build);
             }
@@ -358,6 +391,12 @@ conformance! {
     sliding_window_counter => SlidingWindowCounter::new,
     gcra => Gcra::new,
     composite => composite_of,
+    boxed_sliding_window_log => boxed_log,
+}
+
+/// The sliding log behind [`BoxedAlgorithm`]: every call through the erased forwards.
+fn boxed_log(rule: Rule) -> BoxedAlgorithm {
+    BoxedAlgorithm::new(SlidingWindowLog::new(rule))
 }
 
 /// A composite of two differently shaped rules: the rule itself by token bucket, and

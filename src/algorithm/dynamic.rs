@@ -59,6 +59,13 @@ pub trait DynAlgorithm: Send + Sync {
     fn try_acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> bool;
     /// See [`Algorithm::acquire`].
     fn acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> Outcome;
+    /// See [`Algorithm::acquire_or_wait`].
+    fn acquire_or_wait(
+        &self,
+        state: &mut dyn ErasedState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>);
     /// See [`Algorithm::would_pass`].
     fn would_pass(&self, state: &dyn ErasedState, now: Nanos, cost: u64) -> bool;
     /// See [`Algorithm::remaining`].
@@ -103,6 +110,15 @@ impl<A: Algorithm> DynAlgorithm for A {
     fn acquire(&self, state: &mut dyn ErasedState, now: Nanos, cost: u64) -> Outcome {
         let state = state.as_any_mut().downcast_mut().expect(FOREIGN_STATE);
         Algorithm::acquire(self, state, now, cost)
+    }
+    fn acquire_or_wait(
+        &self,
+        state: &mut dyn ErasedState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        let state = state.as_any_mut().downcast_mut().expect(FOREIGN_STATE);
+        Algorithm::acquire_or_wait(self, state, now, cost)
     }
     fn would_pass(&self, state: &dyn ErasedState, now: Nanos, cost: u64) -> bool {
         Algorithm::would_pass(self, down::<A>(state), now, cost)
@@ -161,6 +177,14 @@ impl Algorithm for BoxedAlgorithm {
     }
     fn acquire(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Outcome {
         self.0.acquire(&mut **state, now, cost)
+    }
+    fn acquire_or_wait(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        self.0.acquire_or_wait(&mut **state, now, cost)
     }
     fn would_pass(&self, state: &Self::State, now: Nanos, cost: u64) -> bool {
         self.0.would_pass(&**state, now, cost)

@@ -1,6 +1,6 @@
 //! Fixed window: one counter per aligned window `[k·W, (k+1)·W)`.
 
-use super::{Algorithm, wait_until};
+use super::{Algorithm, Outcome, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -38,6 +38,18 @@ impl FixedWindow {
 
     fn window_end(&self, w: u64) -> u128 {
         (u128::from(w) + 1) * u128::from(self.rule.window().as_u64())
+    }
+
+    /// Counts `cost` in `now`'s window when it fits; otherwise moves the state to that
+    /// window and answers it (the request passes when it ends).
+    fn count(&self, state: &mut WindowState, now: Nanos, cost: u64) -> Result<(), u64> {
+        let (window, count) = self.view(state, now);
+        let allowed = cost <= self.rule.max_requests() - count;
+        *state = WindowState {
+            window,
+            count: if allowed { count + cost } else { count },
+        };
+        if allowed { Ok(()) } else { Err(window) }
     }
 }
 
@@ -78,13 +90,24 @@ impl Algorithm for FixedWindow {
     }
 
     fn try_acquire(&self, state: &mut WindowState, now: Nanos, cost: u64) -> bool {
-        let (window, count) = self.view(state, now);
-        let allowed = cost <= self.rule.max_requests() - count;
-        *state = WindowState {
-            window,
-            count: if allowed { count + cost } else { count },
-        };
-        allowed
+        self.count(state, now, cost).is_ok()
+    }
+
+    #[inline]
+    fn acquire_or_wait(
+        &self,
+        state: &mut WindowState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        match self.count(state, now, cost) {
+            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
+            Err(_) if cost > self.rule.max_requests() => (Outcome::Denied, None),
+            Err(window) => (
+                Outcome::Denied,
+                Some(wait_until(self.window_end(window), now)),
+            ),
+        }
     }
 
     fn remaining(&self, state: &WindowState, now: Nanos) -> u64 {

@@ -1,6 +1,6 @@
 //! GCRA, the generic cell rate algorithm: one theoretical arrival time per key.
 
-use super::{Algorithm, Packed, Wide, div, div_ceil, wait_until};
+use super::{Algorithm, Outcome, Packed, Wide, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -57,6 +57,32 @@ impl Gcra {
     fn unscale(&self, scaled_wait: u128) -> u128 {
         div_ceil(scaled_wait, u128::from(self.rule.max_requests()))
     }
+
+    /// Admits `cost` at `now` when it conforms, pushing TAT on; otherwise brings the
+    /// state to `now` and answers by how much (scaled) the request is early and the
+    /// clamped instant that counts from.
+    fn push(&self, state: &mut GcraState, now: Nanos, cost: u64) -> Result<(), (u128, Nanos)> {
+        let (ahead, now) = self.ahead(state, now);
+        // max(TAT, t) + c·T − t ≤ burst·T, written so nothing can overflow.
+        let (interval, room) = (self.interval(cost), self.limit - ahead);
+        let allowed = interval <= room;
+        let ahead = if allowed { ahead + interval } else { ahead };
+        *state = GcraState {
+            ahead: Wide::new(ahead),
+            last: now,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err((interval - room, now))
+        }
+    }
+
+    /// The wait from `now` for a request `over` (scaled) early at the clamped instant
+    /// `from`.
+    fn wait(&self, over: u128, from: Nanos, now: Nanos) -> Nanos {
+        wait_until(u128::from(from.as_u64()) + self.unscale(over), now)
+    }
 }
 
 impl Gcra {
@@ -91,19 +117,21 @@ impl Algorithm for Gcra {
     }
 
     fn try_acquire(&self, state: &mut GcraState, now: Nanos, cost: u64) -> bool {
-        let (ahead, now) = self.ahead(state, now);
-        // max(TAT, t) + c·T − t ≤ burst·T, written so nothing can overflow.
-        let allowed = self.interval(cost) <= self.limit - ahead;
-        let ahead = if allowed {
-            ahead + self.interval(cost)
-        } else {
-            ahead
-        };
-        *state = GcraState {
-            ahead: Wide::new(ahead),
-            last: now,
-        };
-        allowed
+        self.push(state, now, cost).is_ok()
+    }
+
+    #[inline]
+    fn acquire_or_wait(
+        &self,
+        state: &mut GcraState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        match self.push(state, now, cost) {
+            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
+            Err(_) if cost > self.rule.burst() => (Outcome::Denied, None),
+            Err((over, from)) => (Outcome::Denied, Some(self.wait(over, from, now))),
+        }
     }
 
     fn remaining(&self, state: &GcraState, now: Nanos) -> u64 {
@@ -120,10 +148,7 @@ impl Algorithm for Gcra {
         if over == 0 {
             return Some(Nanos::ZERO);
         }
-        Some(wait_until(
-            u128::from(clamped.as_u64()) + self.unscale(over),
-            now,
-        ))
+        Some(self.wait(over, clamped, now))
     }
 
     /// `ahead` never exceeds `limit`, so the state packs when `limit` fits in a `u64`.

@@ -1,7 +1,7 @@
 //! Leaky bucket as a meter: each request pours water in, the bucket drains steadily.
 
 use super::bucket::{Bucket, BucketState};
-use super::{Algorithm, Packed, div};
+use super::{Algorithm, Outcome, Packed, div};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -26,6 +26,22 @@ impl LeakyBucket {
     fn water(&self, s: &BucketState, now: Nanos) -> (u128, Nanos) {
         let (drained, now) = self.0.elapsed_units(s, now);
         (s.level().saturating_sub(drained), now)
+    }
+
+    /// Pours `cost` at `now` when it fits; otherwise brings the water up to date and
+    /// answers the units that would overflow and the clamped instant they drain from.
+    fn pour(&self, state: &mut BucketState, now: Nanos, cost: u64) -> Result<(), (u128, Nanos)> {
+        let (water, now) = self.water(state, now);
+        let pour = u128::from(cost) * self.0.unit;
+        let room = self.0.cap - water;
+        state.last = now;
+        if pour <= room {
+            state.set_level(water + pour);
+            return Ok(());
+        }
+        state.set_level(water);
+        // `pour − room`, never `water + pour − cap`: the sum can pass `u128::MAX`.
+        Err((pour - room, now))
     }
 }
 
@@ -58,12 +74,21 @@ impl Algorithm for LeakyBucket {
     }
 
     fn try_acquire(&self, state: &mut BucketState, now: Nanos, cost: u64) -> bool {
-        let (water, now) = self.water(state, now);
-        let pour = u128::from(cost) * self.0.unit;
-        let allowed = pour <= self.0.cap - water;
-        state.set_level(if allowed { water + pour } else { water });
-        state.last = now;
-        allowed
+        self.pour(state, now, cost).is_ok()
+    }
+
+    #[inline]
+    fn acquire_or_wait(
+        &self,
+        state: &mut BucketState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        match self.pour(state, now, cost) {
+            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
+            Err(_) if cost > self.0.rule.burst() => (Outcome::Denied, None),
+            Err((overflow, from)) => (Outcome::Denied, Some(self.0.wait_for(overflow, from, now))),
+        }
     }
 
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {

@@ -85,6 +85,23 @@ pub trait Algorithm: Send + Sync + 'static {
         }
     }
 
+    /// [`acquire`](Algorithm::acquire), and for a denial the
+    /// [`retry_after`](Algorithm::retry_after) of the state it left: one call for a
+    /// caller that wants both, as the simulator does for every denial. The wait is
+    /// `Some(ZERO)` for an admission. The default makes the two calls; the built-ins
+    /// work the wait out from the arithmetic their check has just done.
+    fn acquire_or_wait(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        match self.acquire(state, now, cost) {
+            Outcome::Denied => (Outcome::Denied, self.retry_after(state, now, cost)),
+            admitted => (admitted, Some(Nanos::ZERO)),
+        }
+    }
+
     /// Whether [`try_acquire`](Algorithm::try_acquire) would pass at `now`, without
     /// consuming anything: the same answer, on a state left as it is. The default
     /// asks a copy; an algorithm whose state is costly to copy (the sliding log)

@@ -1,6 +1,6 @@
 //! Sliding window counter: two counters, the previous window weighted by overlap.
 
-use super::{Algorithm, div, wait_until};
+use super::{Algorithm, Outcome, div, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -107,6 +107,43 @@ impl SlidingWindowCounter {
         let earliest = w.saturating_sub(shrink);
         (earliest < w).then_some(earliest as u64)
     }
+
+    /// Counts `cost` at `now` when it fits; otherwise rolls the state to `now`'s window
+    /// and answers the view the request was refused on.
+    fn count(&self, state: &mut CounterState, now: Nanos, cost: u64) -> Result<(), View> {
+        let v = self.view(state, now);
+        let allowed = self.fits(&v, cost);
+        *state = CounterState {
+            last: v.now,
+            count: if allowed { v.count + cost } else { v.count },
+            prev: v.prev,
+        };
+        if allowed { Ok(()) } else { Err(v) }
+    }
+
+    /// The wait from `now` until `cost` (at most `max`) fits, on a view it does not fit
+    /// now: in this window (prev decays), the next (today's count decays), or the one
+    /// after (both counts gone, where it always fits).
+    fn wait(&self, v: &View, cost: u64, now: Nanos) -> Nanos {
+        let current = u128::from(v.window);
+        let candidates = [
+            (current, v.prev, v.count),
+            (current + 1, v.count, 0),
+            (current + 2, 0, 0),
+        ];
+        let w = u128::from(self.w());
+        for (window, prev, count) in candidates {
+            if let Some(e) = self.earliest_in_window(prev, count, cost) {
+                let e = if window == current {
+                    e.max(v.elapsed)
+                } else {
+                    e
+                };
+                return wait_until(window * w + u128::from(e), now);
+            }
+        }
+        Nanos::MAX // not reached: the third window always fits
+    }
 }
 
 impl SlidingWindowCounter {
@@ -144,14 +181,21 @@ impl Algorithm for SlidingWindowCounter {
     }
 
     fn try_acquire(&self, state: &mut CounterState, now: Nanos, cost: u64) -> bool {
-        let v = self.view(state, now);
-        let allowed = self.fits(&v, cost);
-        *state = CounterState {
-            last: v.now,
-            count: if allowed { v.count + cost } else { v.count },
-            prev: v.prev,
-        };
-        allowed
+        self.count(state, now, cost).is_ok()
+    }
+
+    #[inline]
+    fn acquire_or_wait(
+        &self,
+        state: &mut CounterState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        match self.count(state, now, cost) {
+            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
+            Err(_) if cost > self.rule.max_requests() => (Outcome::Denied, None),
+            Err(v) => (Outcome::Denied, Some(self.wait(&v, cost, now))),
+        }
     }
 
     fn remaining(&self, state: &CounterState, now: Nanos) -> u64 {
@@ -170,26 +214,7 @@ impl Algorithm for SlidingWindowCounter {
         if self.fits(&v, cost) {
             return Some(Nanos::ZERO);
         }
-        // This window (prev decays), the next (today's count decays), or the one after
-        // (both counts gone, and cost <= max always fits).
-        let current = u128::from(v.window);
-        let candidates = [
-            (current, v.prev, v.count),
-            (current + 1, v.count, 0),
-            (current + 2, 0, 0),
-        ];
-        let w = u128::from(self.w());
-        for (window, prev, count) in candidates {
-            if let Some(e) = self.earliest_in_window(prev, count, cost) {
-                let e = if window == current {
-                    e.max(v.elapsed)
-                } else {
-                    e
-                };
-                return Some(wait_until(window * w + u128::from(e), now));
-            }
-        }
-        Some(Nanos::MAX) // not reached: the third window always fits
+        Some(self.wait(&v, cost, now))
     }
 
     fn reset_after(&self, state: &CounterState, now: Nanos) -> Nanos {

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Algorithm, wait_until};
+use super::{Algorithm, Outcome, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -66,6 +66,53 @@ impl SlidingWindowLog {
         let gone: u64 = s.entries.range(..expired).map(|&(_, c)| c).sum();
         (expired, s.total - gone)
     }
+
+    /// Drops the entries expired at `now`, then logs `cost` when it fits; a refused
+    /// request changes nothing else.
+    fn log(&self, state: &mut LogState, now: Nanos, cost: u64) -> bool {
+        let now = now.max(state.last);
+        state.last = now;
+        let cutoff = u128::from(now.as_u64());
+        while let Some(&(at, c)) = state.entries.front() {
+            if self.expiry(at) > cutoff {
+                break;
+            }
+            state.entries.pop_front();
+            state.total -= c;
+        }
+        if cost > self.rule.max_requests() - state.total {
+            return false;
+        }
+        if cost > 0 {
+            match state.entries.back_mut() {
+                Some((at, c)) if *at == now => *c += cost,
+                _ => state.entries.push_back((now, cost)),
+            }
+            state.total += cost;
+        }
+        true
+    }
+
+    /// The wait from `now` until enough of the oldest `live` entries (holding `total`)
+    /// have expired to make room for `cost` (at most `max`), on a log it does not fit.
+    fn wait<'a>(
+        &self,
+        live: impl Iterator<Item = &'a (Nanos, u64)>,
+        total: u64,
+        cost: u64,
+        now: Nanos,
+    ) -> Nanos {
+        let mut must_free = total - (self.rule.max_requests() - cost);
+        for &(at, c) in live {
+            if c >= must_free {
+                return wait_until(self.expiry(at), now);
+            }
+            must_free -= c;
+        }
+        // Not reached: the live entries hold `total` >= `must_free`. Saying "a long time"
+        // is the safe answer should that invariant ever break.
+        Nanos::MAX
+    }
 }
 
 impl SlidingWindowLog {
@@ -106,27 +153,25 @@ impl Algorithm for SlidingWindowLog {
     }
 
     fn try_acquire(&self, state: &mut LogState, now: Nanos, cost: u64) -> bool {
-        let now = now.max(state.last);
-        state.last = now;
-        let cutoff = u128::from(now.as_u64());
-        while let Some(&(at, c)) = state.entries.front() {
-            if self.expiry(at) > cutoff {
-                break;
-            }
-            state.entries.pop_front();
-            state.total -= c;
+        self.log(state, now, cost)
+    }
+
+    /// The log just dropped its expired entries, so every entry left is live.
+    #[inline]
+    fn acquire_or_wait(
+        &self,
+        state: &mut LogState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        if self.log(state, now, cost) {
+            (Outcome::Allowed, Some(Nanos::ZERO))
+        } else if cost > self.rule.max_requests() {
+            (Outcome::Denied, None)
+        } else {
+            let wait = self.wait(state.entries.iter(), state.total, cost, now);
+            (Outcome::Denied, Some(wait))
         }
-        if cost > self.rule.max_requests() - state.total {
-            return false;
-        }
-        if cost > 0 {
-            match state.entries.back_mut() {
-                Some((at, c)) if *at == now => *c += cost,
-                _ => state.entries.push_back((now, cost)),
-            }
-            state.total += cost;
-        }
-        true
     }
 
     /// Counts the live entries instead of copying a log of up to `max_requests`.
@@ -147,17 +192,7 @@ impl Algorithm for SlidingWindowLog {
         if cost <= max - total {
             return Some(Nanos::ZERO);
         }
-        // Wait until enough of the oldest entries have expired to make room.
-        let mut must_free = total - (max - cost);
-        for &(at, c) in state.entries.range(first..) {
-            if c >= must_free {
-                return Some(wait_until(self.expiry(at), now));
-            }
-            must_free -= c;
-        }
-        // Not reached: the live entries hold `total` >= `must_free`. Saying "a long time"
-        // is the safe answer should that invariant ever break.
-        Some(Nanos::MAX)
+        Some(self.wait(state.entries.range(first..), total, cost, now))
     }
 
     fn reset_after(&self, state: &LogState, now: Nanos) -> Nanos {

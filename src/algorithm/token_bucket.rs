@@ -1,7 +1,7 @@
 //! Token bucket: `burst` tokens, refilled continuously at `max_requests / window`.
 
 use super::bucket::{Bucket, BucketState};
-use super::{Algorithm, Packed, div};
+use super::{Algorithm, Outcome, Packed, div};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -24,6 +24,21 @@ impl TokenBucket {
     fn level(&self, s: &BucketState, now: Nanos) -> (u128, Nanos) {
         let (refill, now) = self.0.elapsed_units(s, now);
         (s.level().saturating_add(refill).min(self.0.cap), now)
+    }
+
+    /// Takes `cost` tokens at `now` when the bucket holds them; otherwise brings the
+    /// level up to date and answers the units missing and the clamped instant they
+    /// refill from.
+    fn take(&self, state: &mut BucketState, now: Nanos, cost: u64) -> Result<(), (u128, Nanos)> {
+        let (level, now) = self.level(state, now);
+        let need = u128::from(cost) * self.0.unit;
+        state.last = now;
+        if need <= level {
+            state.set_level(level - need);
+            return Ok(());
+        }
+        state.set_level(level);
+        Err((need - level, now))
     }
 }
 
@@ -56,12 +71,21 @@ impl Algorithm for TokenBucket {
     }
 
     fn try_acquire(&self, state: &mut BucketState, now: Nanos, cost: u64) -> bool {
-        let (level, now) = self.level(state, now);
-        let need = u128::from(cost) * self.0.unit;
-        let allowed = need <= level;
-        state.set_level(if allowed { level - need } else { level });
-        state.last = now;
-        allowed
+        self.take(state, now, cost).is_ok()
+    }
+
+    #[inline]
+    fn acquire_or_wait(
+        &self,
+        state: &mut BucketState,
+        now: Nanos,
+        cost: u64,
+    ) -> (Outcome, Option<Nanos>) {
+        match self.take(state, now, cost) {
+            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
+            Err(_) if cost > self.0.rule.burst() => (Outcome::Denied, None),
+            Err((missing, from)) => (Outcome::Denied, Some(self.0.wait_for(missing, from, now))),
+        }
     }
 
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {

@@ -408,13 +408,12 @@ impl<A: Algorithm> Local<A> {
         let cost = event.cost;
         let decided = crate::limiter::fits(self.limiter.algorithm(), cost).map(|()| {
             self.limiter.with_state(event.key, self.now, |a, s, now| {
-                let outcome = a.acquire(s, now, cost);
-                let admitted = outcome.admitted();
-                let wait = match admitted {
-                    true => Nanos::ZERO,
-                    false => a.retry_after(s, now, cost).unwrap_or(Nanos::MAX),
-                };
-                (admitted, wait, outcome.delay())
+                let (outcome, wait) = a.acquire_or_wait(s, now, cost);
+                (
+                    outcome.admitted(),
+                    wait.unwrap_or(Nanos::MAX),
+                    outcome.delay(),
+                )
             })
         });
         match decided {
