@@ -552,12 +552,8 @@ pub(crate) fn acquire<A: Algorithm>(
     now: Nanos,
     cost: u64,
 ) -> Decision {
-    let (outcome, wait) = algo.acquire_or_wait(state, now, cost);
-    Decision {
-        allowed: outcome.admitted(),
-        retry_after: wait.unwrap_or(Nanos::MAX),
-        ..decision(algo, state, now, cost, true)
-    }
+    let allowed = algo.try_acquire(state, now, cost);
+    decision(algo, state, now, cost, allowed)
 }
 
 /// The decision to report after `try_acquire(state, now, cost)` returned `allowed`
