@@ -1,6 +1,6 @@
 //! Fixed window: one counter per aligned window `[k·W, (k+1)·W)`.
 
-use super::{Algorithm, Outcome, wait_until};
+use super::{Algorithm, Outcome, answer, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -100,14 +100,10 @@ impl Algorithm for FixedWindow {
         now: Nanos,
         cost: u64,
     ) -> (Outcome, Option<Nanos>) {
-        match self.count(state, now, cost) {
-            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
-            Err(_) if cost > self.rule.max_requests() => (Outcome::Denied, None),
-            Err(window) => (
-                Outcome::Denied,
-                Some(wait_until(self.window_end(window), now)),
-            ),
-        }
+        let counted = self.count(state, now, cost);
+        answer(counted, cost, self.rule.max_requests(), |window| {
+            wait_until(self.window_end(window), now)
+        })
     }
 
     fn remaining(&self, state: &WindowState, now: Nanos) -> u64 {

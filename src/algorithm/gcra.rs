@@ -1,6 +1,6 @@
 //! GCRA, the generic cell rate algorithm: one theoretical arrival time per key.
 
-use super::{Algorithm, Outcome, Packed, Wide, div, div_ceil, wait_until};
+use super::{Algorithm, Outcome, Packed, Wide, answer, div, div_ceil, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -127,11 +127,10 @@ impl Algorithm for Gcra {
         now: Nanos,
         cost: u64,
     ) -> (Outcome, Option<Nanos>) {
-        match self.push(state, now, cost) {
-            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
-            Err(_) if cost > self.rule.burst() => (Outcome::Denied, None),
-            Err((over, from)) => (Outcome::Denied, Some(self.wait(over, from, now))),
-        }
+        let pushed = self.push(state, now, cost);
+        answer(pushed, cost, self.rule.burst(), |(over, from)| {
+            self.wait(over, from, now)
+        })
     }
 
     fn remaining(&self, state: &GcraState, now: Nanos) -> u64 {

@@ -1,7 +1,7 @@
 //! Leaky bucket as a meter: each request pours water in, the bucket drains steadily.
 
 use super::bucket::{Bucket, BucketState};
-use super::{Algorithm, Outcome, Packed, div};
+use super::{Algorithm, Outcome, Packed, answer, div};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -84,11 +84,10 @@ impl Algorithm for LeakyBucket {
         now: Nanos,
         cost: u64,
     ) -> (Outcome, Option<Nanos>) {
-        match self.pour(state, now, cost) {
-            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
-            Err(_) if cost > self.0.rule.burst() => (Outcome::Denied, None),
-            Err((overflow, from)) => (Outcome::Denied, Some(self.0.wait_for(overflow, from, now))),
-        }
+        let poured = self.pour(state, now, cost);
+        answer(poured, cost, self.0.rule.burst(), |(overflow, from)| {
+            self.0.wait_for(overflow, from, now)
+        })
     }
 
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {

@@ -222,6 +222,23 @@ impl Wide {
     }
 }
 
+/// What [`Algorithm::acquire_or_wait`] answers after a built-in's check: admitted;
+/// never, for a cost above `capacity`; or the wait `wait` works out from what the
+/// refusal handed back.
+#[inline]
+fn answer<E>(
+    checked: Result<(), E>,
+    cost: u64,
+    capacity: u64,
+    wait: impl FnOnce(E) -> Nanos,
+) -> (Outcome, Option<Nanos>) {
+    match checked {
+        Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
+        Err(_) if cost > capacity => (Outcome::Denied, None),
+        Err(refused) => (Outcome::Denied, Some(wait(refused))),
+    }
+}
+
 /// `a / b` for `b > 0`. Operands are `u128` so that products cannot overflow, but
 /// they nearly always fit in `u64`, and a `u64` division is one instruction where a
 /// `u128` one is a library call: take the short path when it gives the same answer.

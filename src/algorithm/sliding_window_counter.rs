@@ -1,6 +1,6 @@
 //! Sliding window counter: two counters, the previous window weighted by overlap.
 
-use super::{Algorithm, Outcome, div, wait_until};
+use super::{Algorithm, Outcome, answer, div, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -191,11 +191,10 @@ impl Algorithm for SlidingWindowCounter {
         now: Nanos,
         cost: u64,
     ) -> (Outcome, Option<Nanos>) {
-        match self.count(state, now, cost) {
-            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
-            Err(_) if cost > self.rule.max_requests() => (Outcome::Denied, None),
-            Err(v) => (Outcome::Denied, Some(self.wait(&v, cost, now))),
-        }
+        let counted = self.count(state, now, cost);
+        answer(counted, cost, self.rule.max_requests(), |v| {
+            self.wait(&v, cost, now)
+        })
     }
 
     fn remaining(&self, state: &CounterState, now: Nanos) -> u64 {

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Algorithm, Outcome, wait_until};
+use super::{Algorithm, Outcome, answer, wait_until};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -68,8 +68,8 @@ impl SlidingWindowLog {
     }
 
     /// Drops the entries expired at `now`, then logs `cost` when it fits; a refused
-    /// request changes nothing else.
-    fn log(&self, state: &mut LogState, now: Nanos, cost: u64) -> bool {
+    /// request changes nothing else (`Err`).
+    fn log(&self, state: &mut LogState, now: Nanos, cost: u64) -> Result<(), ()> {
         let now = now.max(state.last);
         state.last = now;
         let cutoff = u128::from(now.as_u64());
@@ -81,7 +81,7 @@ impl SlidingWindowLog {
             state.total -= c;
         }
         if cost > self.rule.max_requests() - state.total {
-            return false;
+            return Err(());
         }
         if cost > 0 {
             match state.entries.back_mut() {
@@ -90,7 +90,7 @@ impl SlidingWindowLog {
             }
             state.total += cost;
         }
-        true
+        Ok(())
     }
 
     /// The wait from `now` until enough of the oldest `live` entries (holding `total`)
@@ -153,7 +153,7 @@ impl Algorithm for SlidingWindowLog {
     }
 
     fn try_acquire(&self, state: &mut LogState, now: Nanos, cost: u64) -> bool {
-        self.log(state, now, cost)
+        self.log(state, now, cost).is_ok()
     }
 
     /// The log just dropped its expired entries, so every entry left is live.
@@ -164,14 +164,10 @@ impl Algorithm for SlidingWindowLog {
         now: Nanos,
         cost: u64,
     ) -> (Outcome, Option<Nanos>) {
-        if self.log(state, now, cost) {
-            (Outcome::Allowed, Some(Nanos::ZERO))
-        } else if cost > self.rule.max_requests() {
-            (Outcome::Denied, None)
-        } else {
-            let wait = self.wait(state.entries.iter(), state.total, cost, now);
-            (Outcome::Denied, Some(wait))
-        }
+        let logged = self.log(state, now, cost);
+        answer(logged, cost, self.rule.max_requests(), |()| {
+            self.wait(state.entries.iter(), state.total, cost, now)
+        })
     }
 
     /// Counts the live entries instead of copying a log of up to `max_requests`.

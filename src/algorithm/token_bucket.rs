@@ -1,7 +1,7 @@
 //! Token bucket: `burst` tokens, refilled continuously at `max_requests / window`.
 
 use super::bucket::{Bucket, BucketState};
-use super::{Algorithm, Outcome, Packed, div};
+use super::{Algorithm, Outcome, Packed, answer, div};
 use crate::rule::Rule;
 use crate::time::Nanos;
 
@@ -81,11 +81,10 @@ impl Algorithm for TokenBucket {
         now: Nanos,
         cost: u64,
     ) -> (Outcome, Option<Nanos>) {
-        match self.take(state, now, cost) {
-            Ok(()) => (Outcome::Allowed, Some(Nanos::ZERO)),
-            Err(_) if cost > self.0.rule.burst() => (Outcome::Denied, None),
-            Err((missing, from)) => (Outcome::Denied, Some(self.0.wait_for(missing, from, now))),
-        }
+        let taken = self.take(state, now, cost);
+        answer(taken, cost, self.0.rule.burst(), |(missing, from)| {
+            self.0.wait_for(missing, from, now)
+        })
     }
 
     fn remaining(&self, state: &BucketState, now: Nanos) -> u64 {
