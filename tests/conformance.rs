@@ -268,14 +268,29 @@ fn a_denial_never_changes_a_later_decision<A: Algorithm>(build: fn(Rule) -> A) {
     });
 }
 
+/// The instants a step is also asked at besides `now` (a later one, one before the
+/// state's latest `last`, one near the end of time) and the costs (the step's `c`, the
+/// edges of the capacity and of the type).
+fn instants_and_costs<A: Algorithm>(
+    a: &A,
+    now: Nanos,
+    c: u64,
+    last: Nanos,
+    rng: &mut Rng,
+) -> ([Nanos; 4], [u64; 6]) {
+    let window = a.rule().window().as_u64();
+    let later = now + Nanos::new(rng.below(2 * window));
+    let earlier = Nanos::new(rng.below(last.as_u64() + 1));
+    let near_the_end = Nanos::new(u64::MAX - rng.below(window));
+    let costs = [c, 0, 1, a.capacity(), a.capacity() + 1, u64::MAX];
+    ([now, later, earlier, near_the_end], costs)
+}
+
 fn would_pass_answers_as_try_acquire_on_a_copy<A: Algorithm>(build: fn(Rule) -> A) {
     for_each_step(build, |a, state, now, c, rng, ctx, last| {
-        let window = a.rule().window().as_u64();
-        let later = now + Nanos::new(rng.below(2 * window));
-        let earlier = Nanos::new(rng.below(last.as_u64() + 1));
-        let near_the_end = Nanos::new(u64::MAX - rng.below(window));
-        for t in [now, later, earlier, near_the_end] {
-            for cost in [c, 0, 1, a.capacity(), a.capacity() + 1, u64::MAX] {
+        let (instants, costs) = instants_and_costs(a, now, c, last, rng);
+        for t in instants {
+            for cost in costs {
                 assert_eq!(
                     a.would_pass(state, t, cost),
                     a.try_acquire(&mut state.clone(), t, cost),
@@ -290,12 +305,9 @@ fn would_pass_answers_as_try_acquire_on_a_copy<A: Algorithm>(build: fn(Rule) -> 
 /// the state it left answer, and leaves a state that decides the same future.
 fn acquire_or_wait_is_acquire_then_retry_after<A: Algorithm>(build: fn(Rule) -> A) {
     for_each_step(build, |a, state, now, c, rng, ctx, last| {
-        let window = a.rule().window().as_u64();
-        let later = now + Nanos::new(rng.below(2 * window));
-        let earlier = Nanos::new(rng.below(last.as_u64() + 1));
-        let near_the_end = Nanos::new(u64::MAX - rng.below(window));
-        for t in [now, later, earlier, near_the_end] {
-            for cost in [c, 0, 1, a.capacity(), a.capacity() + 1, u64::MAX] {
+        let (instants, costs) = instants_and_costs(a, now, c, last, rng);
+        for t in instants {
+            for cost in costs {
                 let mut fused = state.clone();
                 let got = a.acquire_or_wait(&mut fused, t, cost);
                 let mut apart = state.clone();
