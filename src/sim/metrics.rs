@@ -1,11 +1,9 @@
 //! The measurements, exactly as docs/design.md §6 defines them, and their serialisable forms.
 //!
 //! Everything here observes decisions; nothing here makes one. The trailing-window
-//! count is exact (one FIFO of the admissions still inside the window, with a running
-//! count per key; never sampled); only the
-//! retry-latency percentiles are bucketed, with a stated bound.
-
-use std::collections::VecDeque;
+//! count is exact (`window`: one FIFO of the admissions still inside the window, with a
+//! running count per key; never sampled); only the retry-latency percentiles are
+//! bucketed, with a stated bound.
 
 use serde::Serialize;
 
@@ -13,10 +11,12 @@ use crate::time::Nanos;
 
 mod rules;
 mod series;
+mod window;
 
 pub use rules::RuleMetrics;
 pub(crate) use rules::delay_percentiles;
 pub(crate) use series::SeriesThinner;
+pub(crate) use window::WindowTracker;
 
 /// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row (one per rule,
 /// through [`Metrics::rule_rows`], with several `[[limit]]`s).
@@ -214,153 +214,6 @@ impl BucketCursor {
     }
 }
 
-/// One admission still inside the trailing window.
-#[derive(Debug, Clone, Copy)]
-struct Admission {
-    at: Nanos,
-    cost: u64,
-    key: u32,
-}
-
-/// Exact `max_in_window` and `excess` over every key.
-///
-/// The count in `(t − W, t]` only rises at an admission, so its maximum over all real
-/// `t` is reached at some admission instant: checking after each admission is exact.
-///
-/// Admissions arrive in time order, so one FIFO of every admission still inside the
-/// window, for all keys together, expires them in order, and each key keeps only its
-/// running count: an admission touches the FIFO's two ends (sequential memory) and one
-/// small counter, instead of a queue of its own per key. Same entries, same counts as a
-/// deque per key, at a fraction of the cache misses when keys are many.
-#[derive(Debug)]
-pub(crate) struct WindowTracker {
-    window: u64,
-    limit: u64,
-    /// Every admission with `at + W > ` the latest instant seen, oldest first.
-    live: VecDeque<Admission>,
-    /// Per key: the cost of its admissions in `live`.
-    counts: Vec<u64>,
-    /// The key whose count changes are reported (see [`WindowTracker::admit`]): the
-    /// one chosen with [`track`](WindowTracker::track), else the first admitted.
-    pub(crate) tracked: Option<u32>,
-    /// The largest count the tracked key reached.
-    pub(crate) tracked_max: u64,
-    pub(crate) max: u64,
-    pub(crate) worst_key: Option<u32>,
-    pub(crate) excess: u64,
-}
-
-impl WindowTracker {
-    pub(crate) fn new(window: Nanos, limit: u64) -> WindowTracker {
-        WindowTracker {
-            window: window.as_u64(),
-            limit,
-            live: VecDeque::new(),
-            counts: Vec::new(),
-            tracked: None,
-            tracked_max: 0,
-            max: 0,
-            worst_key: None,
-            excess: 0,
-        }
-    }
-
-    /// Follows `key`'s count (instead of the first admitted key's): its changes go to
-    /// the `on_tracked_change` of every call.
-    pub(crate) fn track(&mut self, key: u32) {
-        self.tracked = Some(key);
-    }
-
-    /// Records an admission of `cost` for `key` at `t` (instants never decrease) and
-    /// returns the key's count in `(t − W, t]`. `on_tracked_change(instant, count)`
-    /// hears every change of the tracked key's count, expiries included (at the instant
-    /// they happen), so the caller can draw it as a step function.
-    pub(crate) fn admit(
-        &mut self,
-        key: u32,
-        t: Nanos,
-        cost: u64,
-        mut on_tracked_change: impl FnMut(Nanos, u64),
-    ) -> u64 {
-        self.expire(t, &mut on_tracked_change);
-        let index = key as usize;
-        if index >= self.counts.len() {
-            self.counts.resize(index + 1, 0);
-        }
-        match self.live.back_mut() {
-            Some(last) if last.at == t && last.key == key => last.cost += cost,
-            _ => self.live.push_back(Admission { at: t, cost, key }),
-        }
-        let count = &mut self.counts[index];
-        *count += cost;
-        let count = *count;
-        if *self.tracked.get_or_insert(key) == key {
-            self.tracked_max = self.tracked_max.max(count);
-            on_tracked_change(t, count);
-        }
-        if count > self.limit {
-            self.excess += 1;
-        }
-        if count > self.max {
-            self.max = count;
-            self.worst_key = Some(key);
-        }
-        count
-    }
-
-    /// A hint that `key` will be admitted soon: its count may start loading into the
-    /// cache. Changes nothing.
-    #[inline]
-    pub(crate) fn prefetch(&self, key: u32) {
-        if let Some(count) = self.counts.get(key as usize) {
-            crate::prefetch::prefetch(count);
-        }
-    }
-
-    /// Reports the tracked key's remaining expiries up to `end` (the final steps down).
-    pub(crate) fn finish(&mut self, end: Nanos, mut on_tracked_change: impl FnMut(Nanos, u64)) {
-        self.expire(end, &mut on_tracked_change);
-    }
-
-    /// Drops admissions that no longer count at `t`: one at `a` counts in `(t − W, t]`
-    /// exactly while `a + W > t`, that is `a > t − W` (all of them while `t < W`).
-    ///
-    /// The tracked key hears one change per admission instant that expires: the FIFO
-    /// can hold several entries for one key and instant (another key admitted between
-    /// them), and they all expire in the same call, so they are reported together,
-    /// with the count after the last of them — never a count that held at no instant.
-    fn expire(&mut self, t: Nanos, on_tracked_change: &mut impl FnMut(Nanos, u64)) {
-        let Some(cutoff) = t.as_u64().checked_sub(self.window) else {
-            return;
-        };
-        // The tracked key's expiry not yet reported: (admission instant, expiry, count).
-        let mut pending: Option<(Nanos, Nanos, u64)> = None;
-        while let Some(&Admission { at, cost, key }) = self.live.front() {
-            if at.as_u64() > cutoff {
-                break;
-            }
-            self.live.pop_front();
-            if let Some(ahead) = self.live.get(crate::prefetch::AHEAD) {
-                self.prefetch(ahead.key);
-            }
-            let count = &mut self.counts[key as usize];
-            *count -= cost;
-            if self.tracked == Some(key) {
-                if let Some((before, instant, c)) = pending
-                    && before != at
-                {
-                    on_tracked_change(instant, c);
-                }
-                let expiry = Nanos::new(at.as_u64().saturating_add(self.window));
-                pending = Some((at, expiry, *count));
-            }
-        }
-        if let Some((_, instant, c)) = pending {
-            on_tracked_change(instant, c);
-        }
-    }
-}
-
 /// A log-linear histogram of nanosecond latencies in bounded memory.
 ///
 /// Values below 128 ns are exact; above, each power of two is split into 64 buckets,
@@ -510,128 +363,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn the_tracked_key_hears_one_expiry_per_admission_instant() {
-        // A, B, A at one instant: the FIFO holds A twice, not merged, but A's count
-        // steps 0 → 1 → 2 → 0, with no made-up "1" at the expiry instant.
-        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
-        tracker.track(0);
-        let mut heard = Vec::new();
-        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
-        tracker.admit(0, Nanos::new(5), 1, &mut on);
-        tracker.admit(1, Nanos::new(5), 1, &mut on);
-        tracker.admit(0, Nanos::new(5), 1, &mut on);
-        tracker.admit(0, Nanos::new(7), 1, &mut on);
-        tracker.admit(1, Nanos::new(17), 1, &mut on);
-        tracker.finish(Nanos::new(100), &mut on);
-        assert_eq!(heard, [(5, 1), (5, 2), (7, 3), (15, 1), (17, 0)]);
-        assert_eq!((tracker.max, tracker.worst_key), (3, Some(0)));
-    }
-
-    #[test]
-    fn excess_counts_each_admission_that_leaves_the_window_over_the_limit() {
-        // Limit 2 in 10 ns: the third and fourth admissions inside one window are over;
-        // once the early ones expire, the count only reaches the limit again, which is
-        // not excess.
-        let mut tracker = WindowTracker::new(Nanos::new(10), 2);
-        let counts: Vec<u64> = [0, 1, 2, 3, 12, 13]
-            .into_iter()
-            .map(|t| tracker.admit(0, Nanos::new(t), 1, |_, _| {}))
-            .collect();
-        assert_eq!(counts, [1, 2, 3, 4, 2, 2]);
-        assert_eq!(
-            tracker.excess, 2,
-            "the admissions at 2 and 3 left it above 2"
-        );
-        assert_eq!((tracker.max, tracker.worst_key), (4, Some(0)));
-    }
-
-    #[test]
-    fn excess_is_counted_for_every_key_not_only_the_tracked_one() {
-        let mut tracker = WindowTracker::new(Nanos::new(100), 1);
-        tracker.track(0);
-        tracker.admit(0, Nanos::new(1), 1, |_, _| {});
-        tracker.admit(1, Nanos::new(2), 1, |_, _| {});
-        tracker.admit(1, Nanos::new(3), 2, |_, _| {});
-        assert_eq!(tracker.excess, 1, "only key 1's second admission is over");
-        assert_eq!((tracker.max, tracker.worst_key), (3, Some(1)));
-    }
-
-    #[test]
-    fn a_tracked_key_is_the_one_whose_count_changes_are_reported() {
-        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
-        tracker.track(1);
-        let mut heard = Vec::new();
-        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
-        tracker.admit(0, Nanos::new(1), 1, &mut on);
-        tracker.admit(1, Nanos::new(2), 3, &mut on);
-        tracker.admit(0, Nanos::new(4), 1, &mut on);
-        tracker.finish(Nanos::new(50), &mut on);
-        assert_eq!(
-            heard,
-            [(2, 3), (12, 0)],
-            "key 1 only, though key 0 came first"
-        );
-        assert_eq!((tracker.tracked, tracker.tracked_max), (Some(1), 3));
-    }
-
-    #[test]
-    fn without_a_tracked_key_the_first_admitted_key_is_followed() {
-        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
-        let mut heard = Vec::new();
-        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
-        tracker.admit(2, Nanos::new(1), 1, &mut on);
-        tracker.admit(0, Nanos::new(2), 5, &mut on);
-        tracker.finish(Nanos::new(50), &mut on);
-        assert_eq!(heard, [(1, 1), (11, 0)]);
-        assert_eq!((tracker.tracked, tracker.tracked_max), (Some(2), 1));
-        assert_eq!((tracker.max, tracker.worst_key), (5, Some(0)));
-    }
-
-    #[test]
-    fn admissions_of_one_key_at_one_instant_expire_together_to_zero() {
-        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
-        let mut heard = Vec::new();
-        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
-        tracker.admit(0, Nanos::new(5), 2, &mut on);
-        tracker.admit(0, Nanos::new(5), 3, &mut on);
-        assert_eq!(tracker.admit(0, Nanos::new(14), 1, &mut on), 6);
-        assert_eq!(
-            tracker.admit(0, Nanos::new(15), 1, &mut on),
-            2,
-            "2 + 3 gone at 15"
-        );
-        tracker.finish(Nanos::new(100), &mut on);
-        assert_eq!(
-            heard,
-            [(5, 2), (5, 5), (14, 6), (15, 1), (15, 2), (24, 1), (25, 0)]
-        );
-    }
-
-    #[test]
-    fn the_worst_key_is_the_first_to_reach_the_maximum_not_a_later_tie() {
-        let mut tracker = WindowTracker::new(Nanos::new(100), 100);
-        for (key, t) in [(3, 1), (3, 2), (5, 3), (5, 4), (5, 60), (3, 61)] {
-            tracker.admit(key, Nanos::new(t), 1, |_, _| {});
-        }
-        assert_eq!(tracker.max, 3);
-        assert_eq!(
-            tracker.worst_key,
-            Some(5),
-            "5 reached 3 at 60, 3 only at 61"
-        );
-    }
-
-    #[test]
-    fn an_admission_counts_until_exactly_one_window_after_it() {
-        // Counted in (t − W, t]: at 0 + 10 it has just expired, at 9 it still counts.
-        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
-        assert_eq!(tracker.admit(0, Nanos::new(0), 1, |_, _| {}), 1);
-        assert_eq!(tracker.admit(0, Nanos::new(9), 1, |_, _| {}), 2);
-        assert_eq!(tracker.admit(0, Nanos::new(10), 1, |_, _| {}), 2);
-        assert_eq!(tracker.admit(0, Nanos::new(19), 1, |_, _| {}), 2);
     }
 
     #[test]

@@ -272,19 +272,14 @@ impl Recording {
     /// cache misses, which interleaved with decisions it could not.
     pub(super) fn track_admitted(&mut self) {
         let keep = self.keep_series;
-        for (i, &(key, at, cost)) in self.admitted.iter().enumerate() {
-            if let Some(&(ahead, _, _)) = self.admitted.get(i + crate::prefetch::AHEAD) {
-                self.tracker.prefetch(ahead);
+        let series = &mut self.series;
+        self.tracker.admit_all(&self.admitted, |t, c| {
+            if keep {
+                series.push(t, c);
             }
-            let series = &mut self.series;
-            self.tracker.admit(key, at, cost, |t, c| {
-                if keep {
-                    series.push(t, c);
-                }
-            });
-            for tracker in &mut self.extra {
-                tracker.admit(key, at, cost, |_, _| {});
-            }
+        });
+        for tracker in &mut self.extra {
+            tracker.admit_all(&self.admitted, |_, _| {});
         }
         self.admitted.clear();
         self.pass_delayed(self.clock, true);
