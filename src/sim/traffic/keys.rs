@@ -46,6 +46,9 @@ struct CumulativeTable {
     /// The guide's buckets: about one per client, up to [`Self::MAX_BUCKETS`], so a
     /// search looks at a few neighbouring entries.
     buckets: usize,
+    /// `buckets / total`: a point times this is its bucket. Any rounding is caught by
+    /// [`rank`](CumulativeTable::rank)'s check of the bracket.
+    scale: f64,
 }
 
 impl CumulativeTable {
@@ -53,11 +56,14 @@ impl CumulativeTable {
     const MAX_BUCKETS: usize = 1 << 16;
 
     fn new(cumulative: Vec<f64>) -> CumulativeTable {
+        let buckets = cumulative.len().next_power_of_two().min(Self::MAX_BUCKETS);
         let mut table = CumulativeTable {
-            buckets: cumulative.len().next_power_of_two().min(Self::MAX_BUCKETS),
+            buckets,
             cumulative,
             guide: Vec::new(),
+            scale: 0.0,
         };
+        table.scale = buckets as f64 / table.total();
         table.guide = (0..=table.buckets)
             .map(|b| table.search(table.bound(b)))
             .collect();
@@ -85,7 +91,9 @@ impl CumulativeTable {
     /// The guide bucket `u` falls in (clamped to the last).
     #[inline]
     fn bucket(&self, u: f64) -> usize {
-        let b = ((u / self.total()) * self.buckets as f64) as usize;
+        // Below 2^32 (the buckets are at most 2^16, and `u` at most the total), so
+        // converting through `u32` is exact and cheaper than through `usize`.
+        let b = (u * self.scale) as u32 as usize;
         b.min(self.buckets - 1)
     }
 
@@ -374,6 +382,7 @@ mod tests {
                 cumulative: weights.clone(),
                 guide,
                 buckets,
+                scale: exact.scale,
             };
             for &u in &points {
                 assert_eq!(

@@ -254,6 +254,7 @@ fn exp_ns(rate: Rate) -> Exp<f64> {
 }
 
 /// A gap sampled in seconds, rounded to the nearest nanosecond (`as` saturates).
+#[inline(always)]
 fn sample_gap(gap: &Exp<f64>, rng: &mut ChaCha8Rng) -> u64 {
     round_ns(gap.sample(rng) * 1e9)
 }
@@ -266,8 +267,10 @@ fn sample_gap(gap: &Exp<f64>, rng: &mut ChaCha8Rng) -> u64 {
 fn round_ns(x: f64) -> u64 {
     const EXACT_BELOW: f64 = (1u64 << 52) as f64;
     if (0.0..EXACT_BELOW).contains(&x) {
-        let n = x as u64;
-        n + u64::from(x - n as f64 >= 0.5)
+        // Through `i64`: one conversion instruction each way where `u64` takes
+        // several, and exact here (below 2^52).
+        let n = x as i64;
+        n as u64 + u64::from(x - n as f64 >= 0.5)
     } else {
         x.round() as u64
     }
