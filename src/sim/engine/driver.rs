@@ -228,6 +228,26 @@ impl<'a, D: Decide> Driver<'a, D> {
         self.step(event, log_allowed, keys)
     }
 
+    /// Decides each arrival of `chunk` in order (after the retries due before it), with
+    /// the reference's decision on arrival `i` from `log(i)`, and hands each decision
+    /// to `decided`.
+    #[inline(always)]
+    fn feed_each(
+        &mut self,
+        chunk: &[(u64, Arrival)],
+        keys: &KeyTable,
+        log: impl Fn(usize) -> Option<bool>,
+        mut decided: impl FnMut(bool),
+    ) -> Result<(), SimError> {
+        for (i, &(seq, a)) in chunk.iter().enumerate() {
+            if let Some((_, ahead)) = chunk.get(i + crate::prefetch::AHEAD) {
+                self.decider.prefetch(ahead.key);
+            }
+            decided(self.arrive(Event::arrival(seq, a), log(i), keys)?);
+        }
+        Ok(())
+    }
+
     /// Whether the chunk's arrivals are decided exactly in their order with nothing in
     /// between: no retries, and every key looked at (see [`Decide::upcoming`]).
     fn in_stream_order(&self) -> bool {
@@ -259,7 +279,7 @@ impl<D: Decide> Drive for Driver<'_, D> {
         chunk: &[(u64, Arrival)],
         log_allowed: Option<&[bool]>,
         keys: &KeyTable,
-        mut decided: Option<&mut Vec<bool>>,
+        decided: Option<&mut Vec<bool>>,
     ) {
         if self.error.is_some() {
             return;
@@ -267,26 +287,20 @@ impl<D: Decide> Drive for Driver<'_, D> {
         if self.in_stream_order() {
             self.decider.upcoming(chunk);
         }
-        for (i, &(seq, a)) in chunk.iter().enumerate() {
-            if let Some((_, ahead)) = chunk.get(i + crate::prefetch::AHEAD) {
-                self.decider.prefetch(ahead.key);
+        // A log shorter than the chunk only follows a failed reference run, which fails
+        // the whole run anyway. One loop per case, so no arrival asks which case it is.
+        let fed = match (log_allowed, decided) {
+            (None, None) => self.feed_each(chunk, keys, |_| None, |_| {}),
+            (Some(log), None) => self.feed_each(chunk, keys, |i| log.get(i).copied(), |_| {}),
+            (None, Some(d)) => self.feed_each(chunk, keys, |_| None, |a| d.push(a)),
+            (Some(log), Some(d)) => {
+                self.feed_each(chunk, keys, |i| log.get(i).copied(), |a| d.push(a))
             }
-            // A log shorter than the chunk only follows a failed reference run, which
-            // fails the whole run anyway.
-            let log = log_allowed.and_then(|l| l.get(i).copied());
-            match self.arrive(Event::arrival(seq, a), log, keys) {
-                Ok(allowed) => {
-                    if let Some(d) = decided.as_deref_mut() {
-                        d.push(allowed);
-                    }
-                }
-                Err(e) => {
-                    self.error = Some(e);
-                    return;
-                }
-            }
+        };
+        match fed {
+            Ok(()) => self.record.track_admitted(),
+            Err(e) => self.error = Some(e),
         }
-        self.record.track_admitted();
     }
 
     fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
