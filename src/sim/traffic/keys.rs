@@ -134,6 +134,27 @@ pub(super) enum Draw {
     Point(f64),
 }
 
+/// The draws that pick one client ([`KeyPicker::pick_of`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Pick {
+    /// The client (0-based index).
+    pub(super) index: u32,
+    /// A table's points in `[lo, hi)` pick it (NaN when the picker draws no points).
+    lo: f64,
+    hi: f64,
+}
+
+impl Pick {
+    /// True when `draw` picked this client, as [`KeyPicker::index`] would say.
+    #[inline]
+    pub(super) fn picks(self, draw: Draw) -> bool {
+        match draw {
+            Draw::Index(i) => i == self.index,
+            Draw::Point(u) => self.lo <= u && u < self.hi,
+        }
+    }
+}
+
 /// The most clients a Zipf table holds (8 bytes each).
 const ZIPF_TABLE_MAX: u32 = 1 << 20;
 
@@ -217,20 +238,25 @@ impl KeyPicker {
         }
     }
 
-    /// True when `draw` picked client `index`, as [`index`](Self::index) would say, but
-    /// without a search: a table's point is compared with the client's two cumulative
-    /// weights.
-    #[inline]
-    pub(super) fn picks(&self, draw: Draw, index: u32) -> bool {
-        match (draw, &self.popularity) {
-            (Draw::Index(i), _) => i == index,
-            // `index` clamps ranks past the last client to it.
-            (Draw::Point(u), Picking::Table(table)) => {
-                let i = index as usize;
-                table.at_least(i, u) && (index == self.count - 1 || !table.at_least(i + 1, u))
+    /// What picks client `index` (0-based, below the source's count), so that many
+    /// draws can be checked against a few clients without a search: a table's client
+    /// takes the points from the weight before it (included) to its own (excluded), the
+    /// first from −∞ and the last to +∞, as [`index`](Self::index) clamps ranks past
+    /// the last client to it.
+    pub(super) fn pick_of(&self, index: u32) -> Pick {
+        let (lo, hi) = match &self.popularity {
+            Picking::Table(table) => {
+                let weight = |i: usize| table.cumulative.get(i).copied();
+                let lo = (index as usize).checked_sub(1).and_then(weight);
+                let hi = (index + 1 < self.count)
+                    .then_some(index as usize)
+                    .and_then(weight);
+                (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY))
             }
-            (Draw::Point(_), _) => false, // not reached: only a table draws a point
-        }
+            // Only a table draws points.
+            Picking::Uniform | Picking::Sampler(_) => (f64::NAN, f64::NAN),
+        };
+        Pick { index, lo, hi }
     }
 
     /// A hint that [`index(draw)`](Self::index) will be asked soon: the table entries
@@ -310,7 +336,7 @@ mod tests {
         }
     }
 
-    /// `picks(draw, k)` is true exactly for the client `index(draw)` names: at random
+    /// `pick_of(k).picks(draw)` is true exactly for the client `index(draw)` names: at random
     /// points, at every cumulative weight and one float either side, at 0 and at the
     /// total (where the last client is the clamp's), for a table, uniform picks and a
     /// one-client source.
@@ -338,7 +364,8 @@ mod tests {
             for draw in draws {
                 let index = picker.index(draw);
                 for k in 0..picker.count {
-                    assert_eq!(picker.picks(draw, k), k == index, "{draw:?}, client {k}");
+                    let picks = picker.pick_of(k).picks(draw);
+                    assert_eq!(picks, k == index, "{draw:?}, client {k}");
                 }
             }
         }

@@ -30,7 +30,7 @@ use super::scenario::{
 use super::trace::TraceReader;
 use crate::rule::Rule;
 use crate::time::Nanos;
-use keys::{Draw, KeyPicker};
+use keys::{Draw, KeyPicker, Pick};
 
 /// One request arriving: when, from which client (an interned key id), and its cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +189,7 @@ impl ArrivalStream {
             let pattern = Pattern::new(spec, &scenario.rule)?;
             let keep = match wanted {
                 None => Keep::All,
-                Some(wanted) => Keep::new(spec, &pattern, &stream.keys, wanted),
+                Some(wanted) => Keep::new(spec, &pattern, &picker, &stream.keys, wanted),
             };
             // A source none of whose clients are wanted need not run at all: its random
             // stream is its own, and a trace was read whole once already.
@@ -295,22 +295,31 @@ struct Source {
 enum Keep {
     /// Every one, each client interned on first sight.
     All,
-    /// Those of these clients: `(client index, key id)`, for a source that numbers
-    /// its clients.
-    Clients(Vec<(u32, u32)>),
+    /// Those of these clients: `(the draws that pick it, key id)`, for a source that
+    /// numbers its clients.
+    Clients(Vec<(Pick, u32)>),
     /// Those of these keys: `(name, key id)`, for a trace, whose rows name them.
     Names(Vec<(String, u32)>),
 }
 
 impl Keep {
-    /// What a stream of the keys `wanted` (ids in `keys`) keeps of the source `spec`.
-    fn new(spec: &TrafficSpec, pattern: &Pattern, keys: &KeyTable, wanted: &[u32]) -> Keep {
+    /// What a stream of the keys `wanted` (ids in `keys`) keeps of the source `spec`,
+    /// whose clients `picker` draws.
+    fn new(
+        spec: &TrafficSpec,
+        pattern: &Pattern,
+        picker: &KeyPicker,
+        keys: &KeyTable,
+        wanted: &[u32],
+    ) -> Keep {
         let named = wanted.iter().map(|&id| (keys.name(id), id));
         match pattern {
             Pattern::Trace(_) => Keep::Names(named.map(|(n, id)| (n.to_string(), id)).collect()),
             _ => Keep::Clients(
                 named
-                    .filter_map(|(name, id)| Some((client_index(&spec.keys, name)?, id)))
+                    .filter_map(|(name, id)| {
+                        Some((picker.pick_of(client_index(&spec.keys, name)?), id))
+                    })
                     .collect(),
             ),
         }
@@ -328,7 +337,7 @@ impl Keep {
     /// The key id of a source's client `index` that this keeps, if it keeps it.
     fn client(&self, index: u32) -> Option<u32> {
         match self {
-            Keep::Clients(kept) => kept.iter().find(|k| k.0 == index).map(|k| k.1),
+            Keep::Clients(kept) => kept.iter().find(|k| k.0.index == index).map(|k| k.1),
             Keep::All | Keep::Names(_) => None,
         }
     }
@@ -540,8 +549,8 @@ impl Source {
                     n += 1;
                 }
                 Keep::Clients(kept) => {
-                    if let Some(&(index, _)) = kept.iter().find(|k| self.picker.picks(draw, k.0)) {
-                        self.ahead.push_back((time, index));
+                    if let Some(&(pick, _)) = kept.iter().find(|k| k.0.picks(draw)) {
+                        self.ahead.push_back((time, pick.index));
                     }
                 }
                 Keep::Names(_) => {} // not reached: only a trace's rows name their keys
