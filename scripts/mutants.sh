@@ -111,7 +111,8 @@ case "$area" in
 metrics | all)
     # The unit tests next to the code pin every metric; the simulator's tests add little
     # here and cost 15 s a mutant.
-    run metrics src/sim/metrics.rs src/sim/metrics/series.rs -- --lib || status=$?
+    run metrics src/sim/metrics.rs src/sim/metrics/series.rs src/sim/metrics/window.rs \
+        -- --lib || status=$?
     ;;&
 algorithm | all)
     run algorithm --light 'src/algorithm/*.rs' src/registry.rs \

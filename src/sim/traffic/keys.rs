@@ -91,8 +91,9 @@ impl CumulativeTable {
     /// The guide bucket `u` falls in (clamped to the last).
     #[inline]
     fn bucket(&self, u: f64) -> usize {
-        // Below 2^32 (the buckets are at most 2^16, and `u` at most the total), so
-        // converting through `u32` is exact and cheaper than through `usize`.
+        // Through `u32`, cheaper than through `usize`: a drawn point is below the total,
+        // so the product is below 2^16 + 1 and exact; any larger one saturates and is
+        // clamped, which only sends `rank` to its checked fallback.
         let b = (u * self.scale) as u32 as usize;
         b.min(self.buckets - 1)
     }
@@ -241,9 +242,11 @@ impl KeyPicker {
     /// What picks client `index` (0-based, below the source's count), so that many
     /// draws can be checked against a few clients without a search: a table's client
     /// takes the points from the weight before it (included) to its own (excluded), the
-    /// first from −∞ and the last to +∞, as [`index`](Self::index) clamps ranks past
-    /// the last client to it.
+    /// first every point below and the last every point above, as
+    /// [`index`](Self::index) clamps ranks past the last client to it. (Drawn points are
+    /// finite and in `[0, total)`; the two differ only at ±∞ and NaN, never drawn.)
     pub(super) fn pick_of(&self, index: u32) -> Pick {
+        debug_assert!(index < self.count.max(1), "no such client: {index}");
         let (lo, hi) = match &self.popularity {
             Picking::Table(table) => {
                 let weight = |i: usize| table.cumulative.get(i).copied();
