@@ -138,6 +138,12 @@ impl Algorithm for Gcra {
         div(self.limit - ahead, self.interval(1)) as u64
     }
 
+    /// Idle when fully rested: `remaining` is `burst` exactly when the arrival time is
+    /// not ahead (`limit` is `burst` intervals), which this tells without dividing.
+    fn is_idle(&self, state: &GcraState, now: Nanos) -> bool {
+        self.ahead(state, now).0 == 0
+    }
+
     fn retry_after(&self, state: &GcraState, now: Nanos, cost: u64) -> Option<Nanos> {
         if cost > self.rule.burst() {
             return None;

@@ -95,6 +95,12 @@ impl Algorithm for LeakyBucket {
         div(self.0.cap - water, self.0.unit) as u64
     }
 
+    /// Idle when empty: `remaining` is `burst` exactly when no water is left, which
+    /// this tells without dividing.
+    fn is_idle(&self, state: &BucketState, now: Nanos) -> bool {
+        self.water(state, now).0 == 0
+    }
+
     fn retry_after(&self, state: &BucketState, now: Nanos, cost: u64) -> Option<Nanos> {
         if cost > self.0.rule.burst() {
             return None;

@@ -205,6 +205,14 @@ impl Algorithm for SlidingWindowCounter {
         div(left, w) as u64
     }
 
+    /// Idle when both windows in view are empty: `remaining` is `max_requests` exactly
+    /// when the weighted count is 0 (the previous window's weight, `W − elapsed`, is
+    /// never 0), which this tells without multiplying or dividing.
+    fn is_idle(&self, state: &CounterState, now: Nanos) -> bool {
+        let v = self.view(state, now);
+        v.prev == 0 && v.count == 0
+    }
+
     fn retry_after(&self, state: &CounterState, now: Nanos, cost: u64) -> Option<Nanos> {
         if cost > self.rule.max_requests() {
             return None;

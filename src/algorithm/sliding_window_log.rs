@@ -179,6 +179,17 @@ impl Algorithm for SlidingWindowLog {
         self.rule.max_requests() - self.live(state, now).1
     }
 
+    /// Idle once the newest entry has expired: instants increase and every logged cost
+    /// is positive, so then nothing counts, as in a fresh log. O(1), where `remaining`
+    /// may search the log; the idle-key sweep asks this of every key it holds.
+    fn is_idle(&self, state: &LogState, now: Nanos) -> bool {
+        let now = u128::from(now.max(state.last).as_u64());
+        state
+            .entries
+            .back()
+            .is_none_or(|&(at, _)| self.expiry(at) <= now)
+    }
+
     fn retry_after(&self, state: &LogState, now: Nanos, cost: u64) -> Option<Nanos> {
         let max = self.rule.max_requests();
         if cost > max {

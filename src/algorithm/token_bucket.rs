@@ -93,6 +93,12 @@ impl Algorithm for TokenBucket {
         div(level, self.0.unit) as u64
     }
 
+    /// Idle when full: `remaining` is `burst` exactly when the level is `cap` (it never
+    /// passes it), which this tells without dividing.
+    fn is_idle(&self, state: &BucketState, now: Nanos) -> bool {
+        self.level(state, now).0 == self.0.cap
+    }
+
     fn retry_after(&self, state: &BucketState, now: Nanos, cost: u64) -> Option<Nanos> {
         if cost > self.0.rule.burst() {
             return None;
