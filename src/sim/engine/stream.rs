@@ -50,13 +50,7 @@ pub(super) fn next_chunk(
     chunk: &mut Vec<(u64, Arrival)>,
 ) -> Result<(), ScenarioError> {
     chunk.clear();
-    while chunk.len() < CHUNK {
-        match stream.next_arrival()? {
-            Some(arrival) => chunk.push(arrival),
-            None => break,
-        }
-    }
-    Ok(())
+    stream.fill(chunk, CHUNK)
 }
 
 /// What a worker receives: a chunk of the stream, or word that the stream is complete.

@@ -283,7 +283,22 @@ impl KeyPicker {
 
     /// The id of client `index` (0-based) of this source, interned on first use: for
     /// sources that address every client in turn instead of drawing one.
+    #[inline]
     pub(super) fn client(&mut self, index: u32, keys: &mut KeyTable) -> u32 {
+        // Every arrival asks; after a client's first, its id is just read.
+        if let Ids::Dense(ids) = &self.ids
+            && let Some(&id) = ids.get(index as usize)
+            && id != UNSEEN
+        {
+            return id;
+        }
+        self.intern(index, keys)
+    }
+
+    /// [`client`](Self::client) on a client's first arrival (or one beyond the dense
+    /// table): its name is formatted and interned.
+    #[inline(never)]
+    fn intern(&mut self, index: u32, keys: &mut KeyTable) -> u32 {
         let prefix = &self.prefix;
         let name = || format!("{prefix}-{index}");
         match &mut self.ids {

@@ -227,6 +227,57 @@ impl ArrivalStream {
         Ok(Some((seq, arrival)))
     }
 
+    /// Appends the next arrivals to `chunk` until it holds `max` or the stream ends:
+    /// the same arrivals, numbered the same, as [`next_arrival`](Self::next_arrival)
+    /// called that many times.
+    pub fn fill(
+        &mut self,
+        chunk: &mut Vec<(u64, Arrival)>,
+        max: usize,
+    ) -> Result<(), ScenarioError> {
+        if self.sources.len() == 1 {
+            return self.fill_from_one(chunk, max);
+        }
+        while chunk.len() < max {
+            match self.next_arrival()? {
+                Some(arrival) => chunk.push(arrival),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// [`fill`](Self::fill) from the only source: its arrivals are the stream's, in
+    /// its order, so they go straight into `chunk` with no merging. As in
+    /// `next_arrival`, the source is always one arrival ahead (it is pending, its
+    /// client already interned): the one past `max` is generated and kept back.
+    fn fill_from_one(
+        &mut self,
+        chunk: &mut Vec<(u64, Arrival)>,
+        max: usize,
+    ) -> Result<(), ScenarioError> {
+        if chunk.len() >= max {
+            return Ok(());
+        }
+        let Some(first) = self.pending[0].take() else {
+            return Ok(());
+        };
+        self.heap.clear();
+        let mut seq = self.next_seq;
+        chunk.push((seq, first));
+        seq += 1;
+        self.sources[0].append(&mut self.keys, chunk, &mut seq, max + 1)?;
+        if chunk.len() > max
+            && let Some((_, ahead)) = chunk.pop()
+        {
+            seq -= 1;
+            self.heap.push(Reverse((ahead.time, 0)));
+            self.pending[0] = Some(ahead);
+        }
+        self.next_seq = seq;
+        Ok(())
+    }
+
     /// The key names seen so far.
     pub fn keys(&self) -> &KeyTable {
         &self.keys
@@ -450,6 +501,57 @@ impl Source {
                 Ok(self.next_picked(keys))
             }
         }
+    }
+
+    /// Appends the source's next arrivals to `chunk`, numbered from `seq` on, until it
+    /// holds `until` or the source ends: what [`next`](Self::next) would yield, without
+    /// a call per arrival.
+    fn append(
+        &mut self,
+        keys: &mut KeyTable,
+        chunk: &mut Vec<(u64, Arrival)>,
+        seq: &mut u64,
+        until: usize,
+    ) -> Result<(), ScenarioError> {
+        let picked = matches!(
+            self.pattern,
+            Pattern::Uniform { .. } | Pattern::Poisson { .. } | Pattern::OnOff { .. }
+        );
+        while chunk.len() < until {
+            if !picked {
+                let Some(arrival) = self.next_named(keys)? else {
+                    break;
+                };
+                chunk.push((*seq, arrival));
+                *seq += 1;
+                continue;
+            }
+            if self.ahead.is_empty() {
+                if self.done {
+                    break;
+                }
+                self.generate_ahead();
+            }
+            let room = until - chunk.len();
+            for (time, index) in self.ahead.drain(..room.min(self.ahead.len())) {
+                let key = match self.keep {
+                    Keep::All => self.picker.client(index, keys),
+                    // Only kept clients were generated ahead: nothing is skipped.
+                    _ => match self.keep.client(index) {
+                        Some(key) => key,
+                        None => continue,
+                    },
+                };
+                let arrival = Arrival {
+                    time,
+                    key,
+                    cost: self.cost,
+                };
+                chunk.push((*seq, arrival));
+                *seq += 1;
+            }
+        }
+        Ok(())
     }
 
     /// The next arrival the stream keeps from a source whose arrivals name their

@@ -185,6 +185,79 @@ fn a_source_generated_ahead_yields_what_one_at_a_time_draws_give() {
     );
 }
 
+/// Filling chunks is drawing one arrival at a time: the same arrivals, numbers and key
+/// table, chunk by chunk (the keys known after each chunk are what a worker is sent
+/// with it), for every kind of source alone, for several merged, and for a filtered
+/// stream; `next_arrival` may take over between chunks.
+#[test]
+fn filling_chunks_yields_what_one_arrival_at_a_time_does() {
+    let traffic = [
+        "kind = \"poisson\"\nrate = 400\nkeys = 50\nkey_popularity = \"zipf\"\n",
+        "kind = \"poisson\"\nrate = 300\nkeys = 1\n",
+        "kind = \"on_off\"\nrate = 100\non = \"1s\"\noff = \"2s\"\nkeys = 7\n",
+        "kind = \"uniform\"\nrate = 3\nkeys = 3\ncost = 2\n",
+        "kind = \"boundary_burst\"\nsize = 2\nkeys = 3\nkey_prefix = \"b\"\n",
+        "kind = \"trace\"\npath = \"traces/sample.csv\"\n",
+    ];
+    let origin = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/t.toml");
+    let parse = |sources: &[&str]| {
+        let text = format!(
+            "name = \"t\"\nseed = 7\nduration = \"40s\"\n[limit]\nmax_requests = 5\n\
+             window = \"10s\"\n{}",
+            sources
+                .iter()
+                .map(|t| format!("[[traffic]]\n{t}"))
+                .collect::<String>()
+        );
+        Scenario::parse(&text, &origin).unwrap()
+    };
+    let mut scenarios: Vec<Scenario> = traffic.iter().map(|t| parse(&[t])).collect();
+    scenarios.push(parse(&traffic));
+    for s in &scenarios {
+        let (_, all_keys) = run_out(ArrivalStream::new(s).unwrap());
+        let first_two: Vec<u32> = (0..all_keys.len().min(2) as u32).collect();
+        let open = |filtered: bool| match filtered {
+            false => ArrivalStream::new(s).unwrap(),
+            true => ArrivalStream::only(s, all_keys.clone(), &first_two).unwrap(),
+        };
+        for filtered in [false, true] {
+            // One at a time, with the size of the key table after each arrival.
+            let (mut one, mut expected, mut known) = (open(filtered), Vec::new(), Vec::new());
+            while let Some(a) = one.next_arrival().unwrap() {
+                expected.push(a);
+                known.push(one.keys().len());
+            }
+            assert!(expected.len() > 10, "{} arrivals", expected.len());
+            let (mut stream, mut got, mut chunk) = (open(filtered), Vec::new(), Vec::new());
+            for size in [1, 7, 64, 65, 3, 1000].into_iter().cycle() {
+                chunk.clear();
+                stream.fill(&mut chunk, size).unwrap();
+                if chunk.is_empty() {
+                    break;
+                }
+                got.extend_from_slice(&chunk);
+                let short = chunk.len() < size;
+                assert!(
+                    !short || got.len() == expected.len(),
+                    "short before the end"
+                );
+                assert_eq!(
+                    stream.keys().len(),
+                    known[got.len() - 1],
+                    "at {}",
+                    got.len()
+                );
+                if size == 3
+                    && let Some(a) = stream.next_arrival().unwrap()
+                {
+                    got.push(a);
+                }
+            }
+            assert_eq!(got, expected, "{} sources", s.traffic.len());
+        }
+    }
+}
+
 /// Only a client's own name selects it: `{prefix}-{index}` with the index written
 /// as the stream writes it, below the source's count, under its own prefix.
 #[test]
