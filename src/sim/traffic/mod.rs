@@ -250,15 +250,13 @@ impl ArrivalStream {
     /// [`fill`](Self::fill) from the only source: its arrivals are the stream's, in
     /// its order, so they go straight into `chunk` with no merging. As in
     /// `next_arrival`, the source is always one arrival ahead (it is pending, its
-    /// client already interned): the one past `max` is generated and kept back.
+    /// client already interned): the one past `max` is generated and kept back (the
+    /// pending one itself, when `chunk` was already full).
     fn fill_from_one(
         &mut self,
         chunk: &mut Vec<(u64, Arrival)>,
         max: usize,
     ) -> Result<(), ScenarioError> {
-        if chunk.len() >= max {
-            return Ok(());
-        }
         let Some(first) = self.pending[0].take() else {
             return Ok(());
         };

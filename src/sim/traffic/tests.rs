@@ -228,13 +228,20 @@ fn filling_chunks_yields_what_one_arrival_at_a_time_does() {
                 known.push(one.keys().len());
             }
             assert!(expected.len() > 10, "{} arrivals", expected.len());
+            // A chunk exactly as long as the stream takes all of it.
+            let mut all = Vec::new();
+            open(filtered).fill(&mut all, expected.len()).unwrap();
+            assert_eq!(all, expected, "in one chunk");
             let (mut stream, mut got, mut chunk) = (open(filtered), Vec::new(), Vec::new());
             for size in [1, 7, 64, 65, 3, 1000].into_iter().cycle() {
                 chunk.clear();
+                stream.fill(&mut chunk, 0).unwrap();
+                assert!(chunk.is_empty(), "a full chunk took {}", chunk.len());
                 stream.fill(&mut chunk, size).unwrap();
                 if chunk.is_empty() {
                     break;
                 }
+                assert!(chunk.len() <= size, "{} arrivals past {size}", chunk.len());
                 got.extend_from_slice(&chunk);
                 let short = chunk.len() < size;
                 assert!(
