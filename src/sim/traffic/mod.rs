@@ -5,11 +5,13 @@
 //! merge holds one pending arrival per source (never the whole stream). This module
 //! knows nothing of algorithms or decisions. It reads a built [`Scenario`] and replays
 //! trace files through [`TraceReader`]; neither of those knows this module exists.
-//! Which client sends each generated request is decided in [`keys`].
+//! Which client sends each generated request is decided in [`keys`]; which arrivals a
+//! filtered stream keeps, in [`keep`].
 //!
 //! Floats appear in exactly two places: Poisson gaps (an exponential sample in seconds,
 //! rounded to the nearest nanosecond) and Zipf key picks. Everything else is integer.
 
+mod keep;
 mod keys;
 
 use std::cmp::Reverse;
@@ -24,13 +26,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
-use super::scenario::{
-    KeySpec, Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec, burst_period,
-};
+use super::scenario::{Rate, Scenario, ScenarioError, TrafficKind, TrafficSpec, burst_period};
 use super::trace::TraceReader;
 use crate::rule::Rule;
 use crate::time::Nanos;
-use keys::{Draw, KeyPicker, Pick};
+use keep::Keep;
+use keys::{Draw, KeyPicker};
 
 /// One request arriving: when, from which client (an interned key id), and its cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +190,7 @@ impl ArrivalStream {
             let pattern = Pattern::new(spec, &scenario.rule)?;
             let keep = match wanted {
                 None => Keep::All,
-                Some(wanted) => Keep::new(spec, &pattern, &picker, &stream.keys, wanted),
+                Some(wanted) => Keep::new(spec, &picker, &stream.keys, wanted),
             };
             // A source none of whose clients are wanted need not run at all: its random
             // stream is its own, and a trace was read whole once already.
@@ -338,74 +339,6 @@ struct Source {
     ahead: VecDeque<(Nanos, u32)>,
     /// Which of its arrivals the stream yields.
     keep: Keep,
-}
-
-/// Which of a source's arrivals a stream yields (see [`ArrivalStream::only`]).
-enum Keep {
-    /// Every one, each client interned on first sight.
-    All,
-    /// Those of these clients: `(the draws that pick it, key id)`, for a source that
-    /// numbers its clients.
-    Clients(Vec<(Pick, u32)>),
-    /// Those of these keys: `(name, key id)`, for a trace, whose rows name them.
-    Names(Vec<(String, u32)>),
-}
-
-impl Keep {
-    /// What a stream of the keys `wanted` (ids in `keys`) keeps of the source `spec`,
-    /// whose clients `picker` draws.
-    fn new(
-        spec: &TrafficSpec,
-        pattern: &Pattern,
-        picker: &KeyPicker,
-        keys: &KeyTable,
-        wanted: &[u32],
-    ) -> Keep {
-        let named = wanted.iter().map(|&id| (keys.name(id), id));
-        match pattern {
-            Pattern::Trace(_) => Keep::Names(named.map(|(n, id)| (n.to_string(), id)).collect()),
-            _ => Keep::Clients(
-                named
-                    .filter_map(|(name, id)| {
-                        Some((picker.pick_of(client_index(&spec.keys, name)?), id))
-                    })
-                    .collect(),
-            ),
-        }
-    }
-
-    /// True when this keeps none of the source's arrivals.
-    fn is_nothing(&self) -> bool {
-        match self {
-            Keep::All => false,
-            Keep::Clients(kept) => kept.is_empty(),
-            Keep::Names(kept) => kept.is_empty(),
-        }
-    }
-
-    /// The key id of a source's client `index` that this keeps, if it keeps it.
-    fn client(&self, index: u32) -> Option<u32> {
-        match self {
-            Keep::Clients(kept) => kept.iter().find(|k| k.0.index == index).map(|k| k.1),
-            Keep::All | Keep::Names(_) => None,
-        }
-    }
-
-    /// The key id of the trace key `name` that this keeps, if it keeps it.
-    fn named(&self, name: &str) -> Option<u32> {
-        match self {
-            Keep::Names(kept) => kept.iter().find(|k| k.0 == name).map(|k| k.1),
-            Keep::All | Keep::Clients(_) => None,
-        }
-    }
-}
-
-/// Which of the source `keys`' clients is called `name` (`{prefix}-{index}`), if any.
-fn client_index(keys: &KeySpec, name: &str) -> Option<u32> {
-    let digits = name.strip_prefix(keys.prefix.as_str())?.strip_prefix('-')?;
-    let index: u32 = digits.parse().ok()?;
-    // `parse` also takes "+7" and "007", which no client is called.
-    (index < keys.count.max(1) && index.to_string() == digits).then_some(index)
 }
 
 /// Where each kind of source is in its sequence. Offsets are relative to `start`.

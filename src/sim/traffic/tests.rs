@@ -265,25 +265,6 @@ fn filling_chunks_yields_what_one_arrival_at_a_time_does() {
     }
 }
 
-/// Only a client's own name selects it: `{prefix}-{index}` with the index written
-/// as the stream writes it, below the source's count, under its own prefix.
-#[test]
-fn a_client_is_known_by_its_exact_name_only() {
-    let spec = KeySpec {
-        count: 20,
-        popularity: crate::sim::Popularity::Uniform,
-        prefix: "a".into(),
-    };
-    for (name, index) in [("a-0", Some(0)), ("a-7", Some(7)), ("a-19", Some(19))] {
-        assert_eq!(client_index(&spec, name), index, "{name}");
-    }
-    for name in [
-        "a-20", "a-07", "a-+7", "a-", "a7", "a-1-5", "b-7", "aa-7", "", "a--7",
-    ] {
-        assert_eq!(client_index(&spec, name), None, "{name}");
-    }
-}
-
 #[test]
 fn boundary_bursts_straddle_every_boundary_at_one_instant_each_side() {
     let s = scenario("[[traffic]]\nkind = \"boundary_burst\"\nsize = 3\n");
