@@ -7,6 +7,7 @@ fn main() -> std::process::ExitCode {
     // the half-written temporary files first (finished files are already in place).
     // If the handler cannot be installed, the run still works; only that cleanup is lost.
     let _ = ctrlc::set_handler(|| {
+        cli::note_interrupt();
         cli::remove_interrupted_run_keys();
         let removed = ratesim::report::remove_temporary_files();
         if removed > 0 {

@@ -20,11 +20,32 @@ pub use store::remove_interrupted_run_keys;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use ratesim::sim::{SimError, StoreUnsupported};
 use ratesim::{Nanos, Registry, Rule, bundled, report, sim};
+
+/// Set by the interrupt handler before it does anything else.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// The process is being interrupted (Ctrl-C, SIGTERM or SIGHUP): called first by the
+/// handler, which then cleans up and exits with 130.
+pub fn note_interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Once interrupted, the handler owns the exit: the command's own outcome is not
+/// reported. It is often an error the handler caused itself: stopping a `--store`
+/// run's Redis store fails the run's next call. Reported, that error would be printed
+/// and the process would exit 1, racing the handler's cleanup and its 130. This
+/// thread waits for the handler's exit instead.
+fn yield_to_interrupt() {
+    while INTERRUPTED.load(Ordering::SeqCst) {
+        std::thread::park();
+    }
+}
 
 /// Exact rate-limiter algorithms, simulated side by side on identical traffic.
 ///
@@ -163,7 +184,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match dispatch(cli.command) {
+    let result = dispatch(cli.command);
+    yield_to_interrupt();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Input(e)) => report_error(&e, 2),
         Err(Failure::Other(e)) => {
