@@ -178,6 +178,42 @@ fn clients_leave_and_come_back_in_any_order() {
     assert_eq!(dense.algorithm().name(), "fixed_window");
 }
 
+/// A sweep walks the slots in order when many are held and the list of held clients
+/// when few are (see `Slots::remove_where`): either way it must evict exactly the idle
+/// clients and leave every other one findable, listed once.
+#[test]
+fn a_sweep_evicts_the_idle_clients_whether_few_or_many_slots_are_held() {
+    let rule = Rule::new(2, Nanos::from_secs(1)).unwrap();
+    // Dense: 60 of 60 slots held; sparse: 60 held among 5,901 slots.
+    for step in [1u32, 100] {
+        let mut dense = DenseLimiter::new(SlidingWindowLog::new(rule));
+        let ids: Vec<u32> = (0..60).map(|i| i * step).collect();
+        for &id in &ids {
+            dense.try_acquire_n(id, 1, Nanos::ZERO).unwrap();
+        }
+        // Every third client asks again at 0.5 s: still in its window at 1.2 s.
+        for &id in ids.iter().step_by(3) {
+            dense.try_acquire_n(id, 1, Nanos::from_millis(500)).unwrap();
+        }
+        assert_eq!(
+            dense.evict_idle(Nanos::from_millis(1_200)),
+            40,
+            "step {step}"
+        );
+        assert_eq!(dense.len(), 20, "step {step}");
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(
+                dense.state(id).is_some(),
+                i % 3 == 0,
+                "step {step}, client {id}"
+            );
+        }
+        // The survivors are listed once each: all evicted together later, none twice.
+        assert_eq!(dense.evict_idle(Nanos::from_secs(2)), 20, "step {step}");
+        assert!(dense.is_empty(), "step {step}");
+    }
+}
+
 #[test]
 fn a_new_client_given_an_evicted_log_starts_as_fresh_as_one_never_seen() {
     let rule = Rule::new(3, Nanos::from_secs(1)).unwrap();

@@ -120,6 +120,12 @@ pub trait Algorithm: Send + Sync + 'static {
     /// The wait until `remaining` is back to `capacity`, if nothing else happens.
     fn reset_after(&self, state: &Self::State, now: Nanos) -> Nanos;
 
+    /// A hint that `state` will be asked about soon: a state that keeps part of itself
+    /// elsewhere (the sliding log's entries) may start loading that part into the
+    /// cache. Changes nothing; the default does nothing.
+    #[inline]
+    fn prefetch_state(&self, _state: &Self::State) {}
+
     /// True when the state is indistinguishable from [`new_state`](Algorithm::new_state)
     /// at `now`, so the key can be forgotten.
     fn is_idle(&self, state: &Self::State, now: Nanos) -> bool {

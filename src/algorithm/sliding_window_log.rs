@@ -130,6 +130,16 @@ impl Algorithm for SlidingWindowLog {
         "sliding_window_log"
     }
 
+    #[inline]
+    fn prefetch_state(&self, state: &LogState) {
+        // Deciding reads the oldest entry (has it expired?) and the newest (the idle
+        // test; a new entry goes after it): on a short log, often one cache line.
+        if let (Some(oldest), Some(newest)) = (state.entries.front(), state.entries.back()) {
+            crate::prefetch::prefetch(oldest);
+            crate::prefetch::prefetch(newest);
+        }
+    }
+
     fn rule(&self) -> &Rule {
         &self.rule
     }

@@ -50,6 +50,11 @@ pub(super) trait Decide {
     /// cache. Changes nothing.
     fn prefetch(&self, _key: u32) {}
 
+    /// A hint that `key`, whose state was [`prefetch`](Decide::prefetch)ed a little
+    /// earlier, will be decided sooner still: what its state keeps outside its slot
+    /// may start loading. Changes nothing.
+    fn prefetch_state(&self, _key: u32) {}
+
     /// The arrivals of the next chunk, about to be decided in order with nothing else
     /// in between (called only then: open clients, every key looked at). A decider
     /// whose answers come from afar may decide several at once (see `remote`).
@@ -240,8 +245,12 @@ impl<'a, D: Decide> Driver<'a, D> {
         mut decided: impl FnMut(bool),
     ) -> Result<(), SimError> {
         for (i, &(seq, a)) in chunk.iter().enumerate() {
-            if let Some((_, ahead)) = chunk.get(i + crate::prefetch::AHEAD) {
+            // Two steps ahead: the slot first, then what the state it holds points at.
+            if let Some((_, ahead)) = chunk.get(i + 2 * crate::prefetch::AHEAD) {
                 self.decider.prefetch(ahead.key);
+            }
+            if let Some((_, near)) = chunk.get(i + crate::prefetch::AHEAD) {
+                self.decider.prefetch_state(near.key);
             }
             decided(self.arrive(Event::arrival(seq, a), log(i), keys)?);
         }

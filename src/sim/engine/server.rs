@@ -165,6 +165,11 @@ impl<S: KeyStates> Decide for Server<S> {
         self.states.prefetch(key);
     }
 
+    #[inline]
+    fn prefetch_state(&self, key: u32) {
+        self.states.prefetch_state(key);
+    }
+
     fn upcoming(&mut self, arrivals: &[(u64, Arrival)]) {
         self.states.upcoming(arrivals);
     }
@@ -351,6 +356,10 @@ pub(super) trait KeyStates {
     /// A hint that `key` will be asked about soon (see [`DenseLimiter::prefetch`]).
     fn prefetch(&self, _key: u32) {}
 
+    /// A hint that `key` will be asked about sooner still: what its state keeps outside
+    /// its slot may start loading (see [`DenseLimiter::prefetch_state`]).
+    fn prefetch_state(&self, _key: u32) {}
+
     /// The arrivals about to be asked, in order, each in its turn with only probes and
     /// sweeps in between (open clients on one server). States that answer from afar
     /// may decide some ahead of their turn (`remote`); in memory, nothing to do.
@@ -513,6 +522,11 @@ impl<A: Algorithm> KeyStates for Local<A> {
     #[inline]
     fn prefetch(&self, key: u32) {
         self.limiter.prefetch(key);
+    }
+
+    #[inline]
+    fn prefetch_state(&self, key: u32) {
+        self.limiter.prefetch_state(key);
     }
 
     fn len(&self) -> usize {
