@@ -18,8 +18,8 @@ use crate::time::Nanos;
 /// gives.
 ///
 /// Memory follows the largest client number seen, not the number of clients: one slot
-/// of `size_of::<Option<A::State>>()` plus 4 bytes per number up to it, plus 4 bytes per
-/// client holding a state; slots are not given back when clients are evicted, and an
+/// of `size_of::<Option<A::State>>()` plus one bit per number up to it, and a sweep's
+/// list of 8 bytes per client holding a state; slots are not given back when clients are evicted, and an
 /// evicted state that owns memory (the sliding log's) is kept and
 /// [`renew`](Algorithm::renew)ed for the next new client, so states held and kept never
 /// outnumber the most clients held at once. Number clients densely from 0 (a number
@@ -169,24 +169,26 @@ impl<A: Algorithm> DenseLimiter<A> {
 
     /// The number of clients holding a state.
     pub fn len(&self) -> usize {
-        self.states.held.len()
+        self.states.count
     }
 
     /// True when no client holds a state.
     pub fn is_empty(&self) -> bool {
-        self.states.held.is_empty()
+        self.states.count == 0
     }
 }
 
-/// States by client number, and the list of the clients holding one (so a sweep visits
-/// those, not every number ever seen).
+/// States by client number, and one bit per number saying whether it holds one (so a
+/// sweep visits the holders in number order and skips empty numbers 64 at a time).
 struct Slots<S> {
     /// By client number: its state, or `None` when it holds none.
     slots: Vec<Option<S>>,
-    /// The clients holding a state, in no particular order.
-    held: Vec<u32>,
-    /// By client number: its index in `held`, while it holds a state.
-    place: Vec<u32>,
+    /// Bit `id % 64` of word `id / 64`: client `id` holds a state.
+    held: Vec<u64>,
+    /// How many clients hold a state.
+    count: usize,
+    /// The holders a sweep visits, listed from `held` (kept to reuse its memory).
+    holders: Vec<usize>,
 }
 
 impl<S> Default for Slots<S> {
@@ -194,26 +196,34 @@ impl<S> Default for Slots<S> {
         Slots {
             slots: Vec::new(),
             held: Vec::new(),
-            place: Vec::new(),
+            count: 0,
+            holders: Vec::new(),
         }
     }
 }
 
+/// Client `id`'s word of the held bits, and its bit in it.
+#[inline]
+fn bit(id: usize) -> (usize, u64) {
+    (id / 64, 1 << (id % 64))
+}
+
 impl<S> Slots<S> {
-    /// Client `id`'s state, filled with `fresh()` (and the client listed as held) if
-    /// it holds none.
+    /// Client `id`'s state, filled with `fresh()` (and the client marked as holding
+    /// one) if it holds none.
     #[inline]
     fn get_or_insert(&mut self, id: u32, fresh: impl FnOnce() -> S) -> &mut S {
         let i = id as usize;
         if i >= self.slots.len() {
             self.slots.resize_with(i + 1, || None);
-            self.place.resize(i + 1, 0);
+            self.held.resize(i / 64 + 1, 0);
         }
         if self.slots[i].is_none() {
-            // Made before the client is listed: if making it panics, nothing changed.
+            // Made before the client is marked: if making it panics, nothing changed.
             self.slots[i] = Some(fresh());
-            self.place[i] = self.held.len() as u32;
-            self.held.push(id);
+            let (word, mask) = bit(i);
+            self.held[word] |= mask;
+            self.count += 1;
         }
         self.slots[i].as_mut().expect("filled above")
     }
@@ -224,67 +234,55 @@ impl<S> Slots<S> {
             return;
         };
         if slot.take().is_some() {
-            self.unlist(self.place[id as usize] as usize);
+            self.unmark(id as usize);
         }
     }
 
-    /// Empties every slot whose state `idle` says so, handing each state to `removed`;
-    /// returns how many. `ahead` is shown each state a few steps before `idle` is
-    /// (to start loading what it points at; see [`Algorithm::prefetch_state`]).
+    /// Empties every slot whose state `idle` says so, handing each state to `removed`
+    /// in client-number order; returns how many. `ahead` is shown each state some
+    /// holders before `idle` sees it (to start loading what it points at; see
+    /// [`Algorithm::prefetch_state`]).
     ///
-    /// When at least a quarter of the slots hold a state, it walks the slots in order
-    /// (memory read front to back, which the processor streams) instead of the held
-    /// list (a random slot each). The same slots are emptied either way; only the
-    /// order of the held list and of the `removed` calls differs.
+    /// The holders are listed from the held bits first, so the slots are read front to
+    /// back (memory the processor streams) and an empty number costs a bit, not a
+    /// visit.
     fn remove_where(
         &mut self,
         ahead: impl Fn(&S),
         mut idle: impl FnMut(&S) -> bool,
         mut removed: impl FnMut(S),
     ) -> usize {
-        let before = self.held.len();
-        if before.saturating_mul(4) >= self.slots.len() {
-            for id in 0..self.slots.len() {
-                if let Some(Some(state)) = self.slots.get(id + crate::prefetch::AHEAD) {
-                    ahead(state);
-                }
-                if let Some(state) = self.slots[id].take_if(|state| idle(state)) {
-                    removed(state);
-                    self.unlist(self.place[id] as usize);
-                }
+        let before = self.count;
+        let mut holders = std::mem::take(&mut self.holders);
+        holders.clear();
+        for (word, &bits) in self.held.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                holders.push(word * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
             }
-            return before - self.held.len();
         }
-        let mut p = 0;
-        while p < self.held.len() {
-            // Two steps ahead, as the simulator's chunks do: the slot, then what the
-            // state in it points at. (A removal moves the last listed client to `p`:
-            // these are hints, and a wrong one costs only a load.)
-            if let Some(&far) = self.held.get(p + 2 * crate::prefetch::AHEAD) {
-                crate::prefetch::prefetch(&self.slots[far as usize]);
-            }
-            if let Some(&near) = self.held.get(p + crate::prefetch::AHEAD)
-                && let Some(state) = &self.slots[near as usize]
+        for (n, &id) in holders.iter().enumerate() {
+            // Far enough ahead for what a state points at to come from memory.
+            if let Some(&next) = holders.get(n + 2 * crate::prefetch::AHEAD)
+                && let Some(state) = &self.slots[next]
             {
                 ahead(state);
             }
-            let slot = &mut self.slots[self.held[p] as usize];
-            if let Some(state) = slot.take_if(|state| idle(state)) {
+            if let Some(state) = self.slots[id].take_if(|state| idle(state)) {
                 removed(state);
-                self.unlist(p); // the last listed client moves to `p`: look at it next
-            } else {
-                p += 1;
+                self.unmark(id);
             }
         }
-        before - self.held.len()
+        self.holders = holders;
+        before - self.count
     }
 
-    /// Takes the client at index `p` of `held` off the list.
-    fn unlist(&mut self, p: usize) {
-        self.held.swap_remove(p);
-        if let Some(&moved) = self.held.get(p) {
-            self.place[moved as usize] = p as u32;
-        }
+    /// Marks client `id`, whose slot was just emptied, as holding nothing.
+    fn unmark(&mut self, id: usize) {
+        let (word, mask) = bit(id);
+        self.held[word] &= !mask;
+        self.count -= 1;
     }
 }
 

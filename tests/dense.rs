@@ -178,9 +178,10 @@ fn clients_leave_and_come_back_in_any_order() {
     assert_eq!(dense.algorithm().name(), "fixed_window");
 }
 
-/// A sweep walks the slots in order when many are held and the list of held clients
-/// when few are (see `Slots::remove_where`): either way it must evict exactly the idle
-/// clients and leave every other one findable, listed once.
+/// A sweep finds the clients holding a state from one bit per client number (see
+/// `Slots::remove_where`): whether few or many numbers hold one, and across the 64-bit
+/// words, it must evict exactly the idle clients and leave every other one counted
+/// once.
 #[test]
 fn a_sweep_evicts_the_idle_clients_whether_few_or_many_slots_are_held() {
     let rule = Rule::new(2, Nanos::from_secs(1)).unwrap();
@@ -208,7 +209,7 @@ fn a_sweep_evicts_the_idle_clients_whether_few_or_many_slots_are_held() {
                 "step {step}, client {id}"
             );
         }
-        // The survivors are listed once each: all evicted together later, none twice.
+        // The survivors are counted once each: all evicted together later, none twice.
         assert_eq!(dense.evict_idle(Nanos::from_secs(2)), 20, "step {step}");
         assert!(dense.is_empty(), "step {step}");
     }
