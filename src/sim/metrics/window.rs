@@ -346,16 +346,23 @@ mod tests {
     #[test]
     fn a_cost_over_u32_max_counts_whole_and_expires_as_one_change() {
         // Queued in parts (u32::MAX, then 5, then 3 merged into the 5), but counted whole
-        // and heard as one change at its expiry.
+        // and heard as one change at its expiry (key 0, tracked).
         let big = u64::from(u32::MAX) + 5;
         let mut tracker = WindowTracker::new(Nanos::new(10), 100);
         let mut heard = Vec::new();
         let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
         assert_eq!(tracker.admit(0, Nanos::new(1), big, &mut on), big);
         assert_eq!(tracker.admit(0, Nanos::new(1), 3, &mut on), big + 3);
-        assert_eq!(tracker.admit(1, Nanos::new(2), big, &mut on), big);
+        // Key 1: a big cost added to an entry already queued at its instant.
+        assert_eq!(tracker.admit(1, Nanos::new(2), 1, &mut on), 1);
+        assert_eq!(tracker.admit(1, Nanos::new(2), big, &mut on), big + 1);
         assert_eq!(tracker.admit(0, Nanos::new(4), 1, &mut on), big + 4);
         assert_eq!(tracker.admit(0, Nanos::new(11), 1, &mut on), 2);
+        assert_eq!(
+            tracker.admit(1, Nanos::new(12), 1, &mut on),
+            1,
+            "all of 2 gone"
+        );
         tracker.finish(Nanos::new(100), &mut on);
         assert_eq!(
             heard,
