@@ -4,7 +4,7 @@
 //! Never sampled: one FIFO of the admissions still inside the window, for all keys
 //! together, with a running count per key.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::time::Nanos;
 
@@ -17,6 +17,9 @@ struct Admission {
     key: u32,
     cost: u32,
 }
+
+/// The mark in [`WindowTracker`]'s per-key counts of a count kept in its `wide` map.
+const WIDE: u32 = u32::MAX;
 
 /// Exact `max_in_window` and `excess` over every key.
 ///
@@ -34,8 +37,13 @@ pub(crate) struct WindowTracker {
     limit: u64,
     /// Every admission with `at + W > ` the latest instant seen, oldest first.
     live: VecDeque<Admission>,
-    /// Per key: the cost of its admissions in `live`.
-    counts: Vec<u64>,
+    /// Per key: the cost of its admissions in `live`, or [`WIDE`] when that is `WIDE`
+    /// or more. Four bytes a key, so a busy run's counts take half the cache they
+    /// would as `u64`s.
+    counts: Vec<u32>,
+    /// The counts of the keys marked [`WIDE`] in `counts` (a cost of billions in one
+    /// window: never, in practice).
+    wide: HashMap<u32, u64>,
     /// The key whose count changes are reported (see [`WindowTracker::admit`]): the
     /// one chosen with [`track`](WindowTracker::track), else the first admitted.
     pub(crate) tracked: Option<u32>,
@@ -53,6 +61,7 @@ impl WindowTracker {
             limit,
             live: VecDeque::new(),
             counts: Vec::new(),
+            wide: HashMap::new(),
             tracked: None,
             tracked_max: 0,
             max: 0,
@@ -111,9 +120,7 @@ impl WindowTracker {
             self.counts.resize(index + 1, 0);
         }
         self.queue(key, t, cost);
-        let count = &mut self.counts[index];
-        *count += cost;
-        let count = *count;
+        let count = self.add(index, cost);
         if *self.tracked.get_or_insert(key) == key {
             self.tracked_max = self.tracked_max.max(count);
             on_tracked_change(t, count);
@@ -164,6 +171,60 @@ impl WindowTracker {
         }
     }
 
+    /// Adds `cost` to the count of the key at `index`; returns the new count.
+    #[inline(always)]
+    fn add(&mut self, index: usize, cost: u64) -> u64 {
+        let narrow = self.counts[index];
+        if narrow != WIDE {
+            let sum = u64::from(narrow) + cost;
+            if sum < u64::from(WIDE) {
+                self.counts[index] = sum as u32; // below u32::MAX, just above
+                return sum;
+            }
+        }
+        self.add_wide(index, cost)
+    }
+
+    /// [`add`](Self::add) for a count that is or becomes [`WIDE`] or more: kept in
+    /// `wide`, the key marked in `counts`.
+    #[cold]
+    fn add_wide(&mut self, index: usize, cost: u64) -> u64 {
+        let narrow = std::mem::replace(&mut self.counts[index], WIDE);
+        let count = (self.wide)
+            .entry(index as u32) // a key's index is the key, a u32
+            .or_insert(u64::from(narrow));
+        *count += cost;
+        *count
+    }
+
+    /// Takes `cost` from the count of the key at `index`; returns the new count.
+    #[inline(always)]
+    fn subtract(&mut self, index: usize, cost: u32) -> u64 {
+        let narrow = &mut self.counts[index];
+        if *narrow != WIDE {
+            *narrow -= cost;
+            return u64::from(*narrow);
+        }
+        self.subtract_wide(index, cost)
+    }
+
+    /// [`subtract`](Self::subtract) for a key marked [`WIDE`]: its count moves back to
+    /// `counts` once it is below `WIDE`.
+    #[cold]
+    fn subtract_wide(&mut self, index: usize, cost: u32) -> u64 {
+        let key = index as u32; // a key's index is the key, a u32
+        let wide = (self.wide.get_mut(&key)).expect("a key marked WIDE has its count in `wide`");
+        *wide -= u64::from(cost);
+        let count = *wide;
+        if let Ok(narrow) = u32::try_from(count)
+            && narrow != WIDE
+        {
+            self.wide.remove(&key);
+            self.counts[index] = narrow;
+        }
+        count
+    }
+
     /// A hint that `key` will be admitted soon: its count may start loading into the
     /// cache. Changes nothing.
     #[inline]
@@ -199,8 +260,7 @@ impl WindowTracker {
             if let Some(ahead) = self.live.get(crate::prefetch::AHEAD) {
                 self.prefetch(ahead.key);
             }
-            let count = &mut self.counts[key as usize];
-            *count -= u64::from(cost);
+            let count = self.subtract(key as usize, cost);
             if self.tracked == Some(key) {
                 if let Some((before, instant, c)) = pending
                     && before != at
@@ -208,7 +268,7 @@ impl WindowTracker {
                     on_tracked_change(instant, c);
                 }
                 let expiry = Nanos::new(at.as_u64().saturating_add(self.window));
-                pending = Some((at, expiry, *count));
+                pending = Some((at, expiry, count));
             }
         }
         if let Some((_, instant, c)) = pending {
@@ -377,6 +437,59 @@ mod tests {
             ]
         );
         assert_eq!((tracker.max, tracker.worst_key), (big + 4, Some(0)));
+    }
+
+    #[test]
+    fn a_count_crossing_u32_max_is_kept_whole_both_ways() {
+        // Key 0's count goes to exactly u32::MAX (the mark of a wide count), above it,
+        // and back below it as admissions expire; key 1 stays small beside it.
+        let max = u64::from(u32::MAX);
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        let mut heard = Vec::new();
+        let mut on = |t: Nanos, c: u64| heard.push((t.as_u64(), c));
+        assert_eq!(tracker.admit(0, Nanos::new(1), max - 1, &mut on), max - 1);
+        assert_eq!(tracker.admit(0, Nanos::new(2), 1, &mut on), max);
+        assert_eq!(tracker.admit(1, Nanos::new(2), 3, &mut on), 3);
+        assert_eq!(tracker.admit(0, Nanos::new(3), 5, &mut on), max + 5);
+        assert_eq!(
+            tracker.admit(0, Nanos::new(11), 1, &mut on),
+            7,
+            "max - 1 gone"
+        );
+        assert_eq!(tracker.admit(1, Nanos::new(11), 1, &mut on), 4);
+        assert_eq!(
+            tracker.admit(0, Nanos::new(12), 2, &mut on),
+            8,
+            "1 gone, 2 in"
+        );
+        assert_eq!(
+            tracker.admit(0, Nanos::new(30), max, &mut on),
+            max,
+            "all gone"
+        );
+        assert_eq!(tracker.admit(0, Nanos::new(45), 1, &mut on), 1);
+        tracker.finish(Nanos::new(100), &mut on);
+        assert_eq!(
+            heard,
+            [
+                (1, max - 1),
+                (2, max),
+                (3, max + 5),
+                (11, 6),
+                (11, 7),
+                (12, 6),
+                (12, 8),
+                (13, 3),
+                (21, 2),
+                (22, 0),
+                (30, max),
+                (40, 0),
+                (45, 1),
+                (55, 0)
+            ]
+        );
+        assert_eq!((tracker.max, tracker.worst_key), (max + 5, Some(0)));
+        assert!(tracker.wide.is_empty(), "every count back below the mark");
     }
 
     /// Counting a batch at once is counting each admission in turn: the same changes
