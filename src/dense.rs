@@ -19,8 +19,8 @@ use crate::time::Nanos;
 ///
 /// Memory follows the largest client number seen, not the number of clients: one slot
 /// of `size_of::<Option<A::State>>()` plus one bit per number up to it, and a sweep's
-/// list of 8 bytes per client holding a state; slots are not given back when clients are evicted, and an
-/// evicted state that owns memory (the sliding log's) is kept and
+/// list of 4 bytes per client holding a state; slots are not given back when clients
+/// are evicted, and an evicted state that owns memory (the sliding log's) is kept and
 /// [`renew`](Algorithm::renew)ed for the next new client, so states held and kept never
 /// outnumber the most clients held at once. Number clients densely from 0 (a number
 /// near `u32::MAX` asks for billions of slots, and aborts like any allocation that
@@ -188,7 +188,7 @@ struct Slots<S> {
     /// How many clients hold a state.
     count: usize,
     /// The holders a sweep visits, listed from `held` (kept to reuse its memory).
-    holders: Vec<usize>,
+    holders: Vec<u32>,
 }
 
 impl<S> Default for Slots<S> {
@@ -258,20 +258,21 @@ impl<S> Slots<S> {
         for (word, &bits) in self.held.iter().enumerate() {
             let mut bits = bits;
             while bits != 0 {
-                holders.push(word * 64 + bits.trailing_zeros() as usize);
+                // A holder's number is a client's: a u32.
+                holders.push((word * 64) as u32 + bits.trailing_zeros());
                 bits &= bits - 1;
             }
         }
         for (n, &id) in holders.iter().enumerate() {
             // Far enough ahead for what a state points at to come from memory.
             if let Some(&next) = holders.get(n + 2 * crate::prefetch::AHEAD)
-                && let Some(state) = &self.slots[next]
+                && let Some(state) = &self.slots[next as usize]
             {
                 ahead(state);
             }
-            if let Some(state) = self.slots[id].take_if(|state| idle(state)) {
+            if let Some(state) = self.slots[id as usize].take_if(|state| idle(state)) {
                 removed(state);
-                self.unmark(id);
+                self.unmark(id as usize);
             }
         }
         self.holders = holders;
