@@ -111,7 +111,7 @@ impl<A: Algorithm> DenseLimiter<A> {
     #[inline]
     pub fn prefetch(&self, id: u32) {
         if let Some(slot) = self.states.slots.get(id as usize) {
-            crate::prefetch::prefetch(slot);
+            crate::prefetch::prefetch_whole(slot);
         }
     }
 
