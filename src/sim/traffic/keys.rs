@@ -88,6 +88,22 @@ impl CumulativeTable {
         }
     }
 
+    /// A hint that [`rank(u)`](Self::rank) will be asked soon, given after
+    /// [`prefetch`](Self::prefetch) had time to bring the guide in: the weights the
+    /// search reads first (either end of its bracket) may start loading.
+    #[inline]
+    fn prefetch_bracket(&self, u: f64) {
+        let b = self.bucket(u);
+        if let (Some(&lo), Some(&hi)) = (self.guide.get(b), self.guide.get(b + 1)) {
+            if let Some(c) = self.cumulative.get(lo.saturating_sub(1)) {
+                crate::prefetch::prefetch(c);
+            }
+            if let Some(c) = self.cumulative.get(hi) {
+                crate::prefetch::prefetch(c);
+            }
+        }
+    }
+
     /// The guide bucket `u` falls in (clamped to the last).
     #[inline]
     fn bucket(&self, u: f64) -> usize {
@@ -268,6 +284,16 @@ impl KeyPicker {
     pub(super) fn prefetch_lookup(&self, draw: Draw) {
         if let (Draw::Point(u), Picking::Table(table)) = (draw, &self.popularity) {
             table.prefetch(u);
+        }
+    }
+
+    /// The second hint for [`index(draw)`](Self::index), some time after
+    /// [`prefetch_lookup`](Self::prefetch_lookup): the weights it then reads. Changes
+    /// nothing.
+    #[inline]
+    pub(super) fn prefetch_weights(&self, draw: Draw) {
+        if let (Draw::Point(u), Picking::Table(table)) = (draw, &self.popularity) {
+            table.prefetch_bracket(u);
         }
     }
 

@@ -589,6 +589,9 @@ impl Source {
                 Keep::Names(_) => {} // not reached: only a trace's rows name their keys
             }
         }
+        for &(_, draw) in &draws[..n] {
+            self.picker.prefetch_weights(draw);
+        }
         for &(time, draw) in &draws[..n] {
             let index = self.picker.index(draw);
             self.picker.prefetch(index);
