@@ -563,7 +563,8 @@ impl Source {
 
     /// Generates up to [`AHEAD`] arrivals the stream keeps into `ahead`: first every
     /// instant and the randomness of its client (the draws in the order they always
-    /// come), then every client's lookup, which no longer waits on the random stream.
+    /// come), then a hint of the table entries each lookup will read, then every
+    /// client's lookup, which no longer waits on the random stream or on memory.
     /// A stream of a few keys only checks whether each draw picked one of them.
     fn generate_ahead(&mut self) {
         let mut draws = [(Nanos::ZERO, Draw::Index(0)); AHEAD];
