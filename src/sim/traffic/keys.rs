@@ -93,14 +93,12 @@ impl CumulativeTable {
     /// search reads first (either end of its bracket) may start loading.
     #[inline]
     fn prefetch_bracket(&self, u: f64) {
-        let b = self.bucket(u);
-        if let (Some(&lo), Some(&hi)) = (self.guide.get(b), self.guide.get(b + 1)) {
-            if let Some(c) = self.cumulative.get(lo.saturating_sub(1)) {
-                crate::prefetch::prefetch(c);
-            }
-            if let Some(c) = self.cumulative.get(hi) {
-                crate::prefetch::prefetch(c);
-            }
+        let (lo, hi) = self.bracket(u);
+        if let Some(c) = self.cumulative.get(lo.saturating_sub(1)) {
+            crate::prefetch::prefetch(c);
+        }
+        if let Some(c) = self.cumulative.get(hi) {
+            crate::prefetch::prefetch(c);
         }
     }
 
@@ -112,6 +110,14 @@ impl CumulativeTable {
         // clamped, which only sends `rank` to its checked fallback.
         let b = (u * self.scale) as u32 as usize;
         b.min(self.buckets - 1)
+    }
+
+    /// The guide's bracket for `u`: `(guide[b], guide[b + 1])` of its bucket `b`, which
+    /// holds [`rank(u)`](Self::rank) unless rounding put `u` in a neighbouring bucket.
+    #[inline]
+    fn bracket(&self, u: f64) -> (usize, usize) {
+        let b = self.bucket(u); // below `buckets`, and the guide has `buckets + 1` points
+        (self.guide[b], self.guide[b + 1])
     }
 
     /// True when at least `n` weights are ≤ `u`, i.e. [`rank(u)`](Self::rank) ≥ `n`
@@ -130,8 +136,7 @@ impl CumulativeTable {
     /// search to `[guide[b], guide[b + 1]]`, checked rather than trusted: if rounding
     /// put `u` outside the bracket, the whole table is searched.
     fn rank(&self, u: f64) -> usize {
-        let b = self.bucket(u);
-        let (lo, hi) = (self.guide[b], self.guide[b + 1]);
+        let (lo, hi) = self.bracket(u);
         let at_least_lo = self.at_least(lo, u);
         let at_most_hi = hi == self.cumulative.len() || self.cumulative[hi] > u;
         if at_least_lo && at_most_hi {
