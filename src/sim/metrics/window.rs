@@ -492,6 +492,39 @@ mod tests {
         assert!(tracker.wide.is_empty(), "every count back below the mark");
     }
 
+    #[test]
+    fn a_wide_count_falling_to_exactly_u32_max_stays_whole() {
+        // u32::MAX is the mark, so a count of exactly u32::MAX stays in the side map on
+        // the way down too, and leaves it only below the mark.
+        let max = u64::from(u32::MAX);
+        let mut tracker = WindowTracker::new(Nanos::new(10), 100);
+        let mut on = |_: Nanos, _: u64| {};
+        assert_eq!(tracker.admit(0, Nanos::new(1), 2, &mut on), 2);
+        assert_eq!(tracker.admit(0, Nanos::new(2), max, &mut on), max + 2);
+        assert_eq!(
+            tracker.admit(1, Nanos::new(11), 1, &mut on),
+            1,
+            "key 0's 2 expire"
+        );
+        assert_eq!(
+            tracker.wide.get(&0),
+            Some(&max),
+            "exactly the mark: still wide"
+        );
+        assert_eq!(
+            tracker.admit(0, Nanos::new(11), 3, &mut on),
+            max + 3,
+            "counted on from the mark"
+        );
+        assert_eq!(
+            tracker.admit(0, Nanos::new(12), 1, &mut on),
+            4,
+            "the big one expired"
+        );
+        assert!(tracker.wide.is_empty(), "back below the mark");
+        assert_eq!((tracker.max, tracker.worst_key), (max + 3, Some(0)));
+    }
+
     /// Counting a batch at once is counting each admission in turn: the same changes
     /// heard, in the same order, and the same maximum, worst key, excess and tracked
     /// maximum, over random batches with repeated instants, several keys and costs, in
