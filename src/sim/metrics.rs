@@ -16,7 +16,7 @@ mod window;
 pub use rules::RuleMetrics;
 pub(crate) use rules::delay_percentiles;
 pub(crate) use series::SeriesThinner;
-pub(crate) use window::WindowTracker;
+pub(crate) use window::{Lane, Lanes, MAX_LANES, WindowTracker};
 
 /// One algorithm's results: flat, so it maps 1:1 to a `summary.csv` row (one per rule,
 /// through [`Metrics::rule_rows`], with several `[[limit]]`s).

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::record::{Answer, DecisionLog, Event, Outcome, Recording, Verdict};
+use super::record::{Answer, Counted, DecisionLog, Event, Outcome, Recording, Verdict};
 use crate::registry::{Builtin, Entry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{
@@ -94,8 +94,14 @@ pub(super) trait Drive {
         keys: &KeyTable,
         decided: Option<&mut Vec<bool>>,
     );
-    /// Decides the retries still queued and computes the metrics.
-    fn finish(self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError>;
+    /// Decides the retries still queued and computes the metrics; `counted` is what
+    /// the group's count found of this run, when the group counted it
+    /// ([`Job::by_group`]).
+    fn finish(
+        self: Box<Self>,
+        keys: &KeyTable,
+        counted: Option<Counted>,
+    ) -> Result<Outcome, SimError>;
     /// The one key whose arrivals this run looks at, when every other arrival would
     /// change nothing (a redraw with open clients on one server): a stream of that
     /// key's arrivals alone gives it the same results.
@@ -122,6 +128,9 @@ pub(super) struct Job<'a> {
     pub(super) entry: &'a Entry,
     pub(super) mode: Mode,
     pub(super) progress: Option<&'a Progress<'a>>,
+    /// The run's group counts its admissions in the first rule's windows
+    /// (`record::GroupCount`), from the decisions `Drive::feed` hands it.
+    pub(super) by_group: bool,
 }
 
 impl Job<'_> {
@@ -171,7 +180,7 @@ impl<'a, D: Decide> Driver<'a, D> {
             decider,
             retry: RetryClient::new(sc),
             comparison: Comparison::new(open && sink.is_some(), is_log),
-            record: Recording::new(sc, &name, track, series),
+            record: Recording::new(sc, &name, track, series, job.by_group),
             decisions: DecisionLog::new(name, sink, sc),
             error: None,
             progress: ProgressTicker::new(job.progress, sc.duration),
@@ -312,7 +321,11 @@ impl<D: Decide> Drive for Driver<'_, D> {
         }
     }
 
-    fn finish(mut self: Box<Self>, keys: &KeyTable) -> Result<Outcome, SimError> {
+    fn finish(
+        mut self: Box<Self>,
+        keys: &KeyTable,
+        counted: Option<Counted>,
+    ) -> Result<Outcome, SimError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -332,7 +345,7 @@ impl<D: Decide> Drive for Driver<'_, D> {
             ..
         } = *self;
         progress.finish();
-        let mut outcome = record.finish(sc, decisions.name, keys);
+        let mut outcome = record.finish(sc, decisions.name, keys, counted);
         let m = &mut outcome.report.metrics;
         match &retry {
             None => comparison.report(m),

@@ -28,7 +28,9 @@
 //!   admission (see `probe::Probes`).
 //! - The engine owns its limiters and numbers its clients, so a client's state is one
 //!   index away (no hashing, no lock); the trailing-window counts are updated after
-//!   each chunk, in order.
+//!   each chunk, in order: for the runs of a group that see every arrival at its
+//!   instant, by one tracker with a lane per run, so an arrival admitted by several is
+//!   counted in one FIFO entry and one cache line (`stream::GroupCount`).
 //! - A janitor sweep (every `max(W, duration / 1000)`) evicts idle keys, as a real
 //!   deployment would, and samples `peak_keys` and per-key state size.
 //! - The window count of each algorithm's worst key is drawn in full. The first pass
@@ -52,7 +54,8 @@
 //! - `remote` (feature `redis`): the key states in Redis, each decision a script call,
 //!   several clients' decisions sent in one pipeline ahead of their turn.
 //! - `stream`: what a pass is fed — the stream a chunk at a time, fanned out to several
-//!   workers, the history a second pass replays — and the exact reference's decisions.
+//!   workers, the history a second pass replays — the exact reference's decisions, and
+//!   the window counts a group's runs share (`GroupCount`).
 //! - `deployment`: a scenario's `[deployment]`: the balancer, the servers and the store
 //!   they share, in true time (a scenario without one never reaches it).
 //! - `server`: one server: its key states ([`StateBackend`]: the library's

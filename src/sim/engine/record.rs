@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::registry::edit_distance;
-use crate::sim::metrics::{BucketCursor, SeriesThinner, WindowTracker};
+use crate::sim::metrics::{BucketCursor, Lane, SeriesThinner, WindowTracker};
 use crate::sim::traffic::Arrival;
 use crate::sim::{AlgorithmReport, DecisionRow, DecisionSink, KeyTable, Metrics, Scenario};
 use crate::sim::{RuleMetrics, SimError, Timeline};
@@ -129,14 +129,15 @@ pub(super) struct Answer {
 pub(super) struct Recording {
     /// The counters; the other metrics are filled in when the run ends.
     pub(super) m: Metrics,
-    tracker: WindowTracker,
+    /// Who counts the admissions in the first rule's trailing windows.
+    counting: Counting,
     /// The trailing-window counts of each further `[[limit]]`, against its own window
     /// and limit (no series: the charts follow the first rule).
     extra: Vec<WindowTracker>,
     /// How long each delayed admission was held back, in ns (exact percentiles).
     delays: Vec<u64>,
     series: SeriesThinner,
-    /// `(key, instant, cost)` of each admission not yet counted by `tracker`.
+    /// `(key, instant, cost)` of each admission not yet counted by its trackers.
     admitted: Vec<(u32, Nanos, u64)>,
     /// Admissions a shaper delayed, and every admission after one while any waits:
     /// `(instant it passes, order of admission, key, cost)`. The window counts take
@@ -155,6 +156,15 @@ pub(super) struct Recording {
     keep_series: bool,
 }
 
+/// Who counts a run's admissions in the first rule's trailing windows.
+enum Counting {
+    /// The run's own tracker.
+    Own(WindowTracker),
+    /// Its group's `stream::GroupCount`, from the run's decisions on the stream; the run is
+    /// finished with what its lane found.
+    Group,
+}
+
 /// A run's measurements once it is over, and what decides whether a second pass must
 /// redraw the worst key's window count.
 pub(super) struct Outcome {
@@ -170,12 +180,14 @@ pub(super) struct Outcome {
 impl Recording {
     /// `track`: the key whose window count to draw; `None` = the first key admitted.
     /// Without `keep_series`, the series and the timeline stay empty (and take no
-    /// memory); every metric is the same.
+    /// memory); every metric is the same. With `by_group`, the run's group counts its
+    /// admissions in the first rule's windows (see `stream::GroupCount`).
     pub(super) fn new(
         sc: &Scenario,
         name: &str,
         track: Option<u32>,
         keep_series: bool,
+        by_group: bool,
     ) -> Recording {
         let rule = sc.rule;
         let span = if keep_series {
@@ -184,10 +196,15 @@ impl Recording {
             Nanos::ZERO
         };
         let timeline = Timeline::new(span);
-        let mut tracker = WindowTracker::new(rule.window(), rule.max_requests());
-        if let Some(key) = track {
-            tracker.track(key);
-        }
+        let counting = if by_group {
+            Counting::Group
+        } else {
+            let mut tracker = WindowTracker::new(rule.window(), rule.max_requests());
+            if let Some(key) = track {
+                tracker.track(key);
+            }
+            Counting::Own(tracker)
+        };
         Recording {
             m: Metrics {
                 algorithm: name.to_string(),
@@ -196,7 +213,7 @@ impl Recording {
                 limit_burst: rule.burst(),
                 ..Metrics::default()
             },
-            tracker,
+            counting,
             extra: sc
                 .extra_limits
                 .iter()
@@ -238,7 +255,9 @@ impl Recording {
                 self.delays.push((passes - event.time).as_u64());
             }
             if passes == event.time && self.delayed.is_empty() {
-                self.admitted.push((event.key, event.time, event.cost));
+                if matches!(self.counting, Counting::Own(_)) {
+                    self.admitted.push((event.key, event.time, event.cost));
+                }
             } else {
                 self.delayed_order += 1;
                 let entry = (passes, self.delayed_order, event.key, event.cost);
@@ -273,11 +292,13 @@ impl Recording {
     pub(super) fn track_admitted(&mut self) {
         let keep = self.keep_series;
         let series = &mut self.series;
-        self.tracker.admit_all(&self.admitted, |t, c| {
-            if keep {
-                series.push(t, c);
-            }
-        });
+        if let Counting::Own(tracker) = &mut self.counting {
+            tracker.admit_all(&self.admitted, |t, c| {
+                if keep {
+                    series.push(t, c);
+                }
+            });
+        }
         for tracker in &mut self.extra {
             tracker.admit_all(&self.admitted, |_, _| {});
         }
@@ -289,13 +310,17 @@ impl Recording {
     /// before it, in the order they pass.
     fn pass_delayed(&mut self, until: Nanos, inclusive: bool) {
         let keep = self.keep_series;
+        // A group counts only runs whose every admission passes at its instant.
+        let Counting::Own(own) = &mut self.counting else {
+            return;
+        };
         while let Some(&Reverse((at, _, key, cost))) = self.delayed.peek() {
             if at > until || (at == until && !inclusive) {
                 break;
             }
             self.delayed.pop();
             let series = &mut self.series;
-            self.tracker.admit(key, at, cost, |t, c| {
+            own.admit(key, at, cost, |t, c| {
                 if keep {
                     series.push(t, c);
                 }
@@ -306,8 +331,15 @@ impl Recording {
         }
     }
 
-    /// The run is over: the window metrics, the series and the timeline.
-    pub(super) fn finish(mut self, sc: &Scenario, name: String, keys: &KeyTable) -> Outcome {
+    /// The run is over: the window metrics, the series and the timeline. `counted` is
+    /// what its lane of the group's count found, for a run counted by its group.
+    pub(super) fn finish(
+        mut self,
+        sc: &Scenario,
+        name: String,
+        keys: &KeyTable,
+        counted: Option<Counted>,
+    ) -> Outcome {
         // A request delayed past the end of the run never reached the service in it.
         self.pass_delayed(sc.duration, false);
         let wanted = sc.chart_key.as_deref().map(|k| {
@@ -316,7 +348,7 @@ impl Recording {
         });
         let Recording {
             mut m,
-            mut tracker,
+            counting,
             extra,
             mut delays,
             mut series,
@@ -326,11 +358,22 @@ impl Recording {
         } = self;
         [m.delay_p50_ns, m.delay_p99_ns, m.delay_max_ns] =
             crate::sim::metrics::delay_percentiles(&mut delays);
-        tracker.finish(sc.duration, |t, c| {
-            if keep_series {
-                series.push(t, c);
+        let tracker = match counting {
+            Counting::Own(mut tracker) => {
+                tracker.finish(sc.duration, |t, c| {
+                    if keep_series {
+                        series.push(t, c);
+                    }
+                });
+                tracker.lane(0)
             }
-        });
+            Counting::Group => {
+                let counted =
+                    counted.expect("a run counted by its group is finished with its lane");
+                series = counted.series;
+                counted.lane
+            }
+        };
         m.max_in_window = tracker.max;
         // The worst key is the one whose series `window_counts` shows: the tracked key
         // when it ties with the first key to reach the maximum (no second pass then),
@@ -364,6 +407,19 @@ impl Recording {
     }
 }
 
+/// What one lane of a group's count (`stream::GroupCount`) found, for its run's [`Recording::finish`].
+pub(super) struct Counted {
+    lane: Lane,
+    series: SeriesThinner,
+}
+
+impl Counted {
+    /// `lane`'s results, with the series of its tracked key's count.
+    pub(super) fn new(lane: Lane, series: SeriesThinner) -> Counted {
+        Counted { lane, series }
+    }
+}
+
 /// Every rule's window metrics, in the scenario's order: the first is `m`'s own; each
 /// further `[[limit]]` is measured by its tracker in `extra`.
 fn per_rule(
@@ -388,10 +444,10 @@ fn per_rule(
         .zip(extra)
         .map(|(rule, t)| RuleMetrics {
             rule: crate::sim::rule_label(rule),
-            max_in_window: t.max,
-            worst_key: t.worst_key.map(|k| keys.name(k).to_string()),
-            over_admission: t.max as f64 / rule.max_requests() as f64,
-            excess: t.excess,
+            max_in_window: t.lane(0).max,
+            worst_key: t.lane(0).worst_key.map(|k| keys.name(k).to_string()),
+            over_admission: t.lane(0).max as f64 / rule.max_requests() as f64,
+            excess: t.lane(0).excess,
             limit_max_requests: rule.max_requests(),
             limit_window_ns: rule.window().as_u64(),
             limit_burst: rule.burst(),

@@ -20,7 +20,9 @@ use super::dispatch::{self, driver};
 use super::driver::{Drive, Job, Mode, Progress};
 use super::record::Outcome;
 use super::server::{MEMORY, StateBackend};
-use super::stream::{self, CHUNK, History, Received, ReferenceFeed, Share, Stopped, next_chunk};
+use super::stream::{
+    self, CHUNK, GroupCount, History, Received, ReferenceFeed, Share, Stopped, next_chunk,
+};
 use crate::registry::{Builtin, Entry, Registry};
 use crate::sim::traffic::Arrival;
 use crate::sim::{
@@ -276,17 +278,20 @@ pub(super) fn run_group<'a>(
     let mut results = Vec::new();
     let mut drivers = Vec::new();
     let mut owners = Vec::new();
-    for a in group {
+    let entries: Vec<&Entry> = group.iter().map(|a| a.entry).collect();
+    let count = GroupCount::new(scenario, &entries, true);
+    for (i, a) in group.into_iter().enumerate() {
         let job = Job {
             scenario,
             entry: a.entry,
             mode: Mode::Report(a.sink),
             progress: Some(progress),
+            by_group: count.counts(i),
         };
         drivers.push(driver(job, store));
         owners.push((a.index, a.entry));
     }
-    let Ok((first, keys, history)) = run_pass(scenario, drivers, share, source) else {
+    let Ok((first, keys, history)) = run_pass(scenario, drivers, count, share, source) else {
         return Vec::new();
     };
     let mut again = Vec::new();
@@ -313,7 +318,7 @@ pub(super) fn run_group<'a>(
         },
     };
     // A stream the group generates itself never stops early: errors are in the results.
-    let second = run_pass(scenario, again, Share::Alone, source)
+    let second = run_pass(scenario, again, GroupCount::none(), Share::Alone, source)
         .map(|(outcomes, _, _)| outcomes)
         .unwrap_or_default();
     for (slot, outcome) in again_slots.into_iter().zip(second) {
@@ -360,6 +365,7 @@ fn second_pass<'a>(
         entry,
         mode: Mode::Redraw(worst),
         progress: None,
+        by_group: false,
     };
     Some(driver(job, store))
 }
@@ -372,11 +378,12 @@ type Pass = (
     Option<Arc<History>>,
 );
 
-/// Feeds the stream from `source`, chunk by chunk, to every driver, and finishes them;
-/// with the stream's keys, unless it failed.
+/// Feeds the stream from `source`, chunk by chunk, to every driver (and to `count`),
+/// and finishes them; with the stream's keys, unless it failed.
 fn run_pass<'a>(
     scenario: &'a Scenario,
     mut drivers: Vec<Box<dyn Drive + 'a>>,
+    mut count: GroupCount,
     share: Share,
     source: Source,
 ) -> Result<Pass, Stopped> {
@@ -389,23 +396,34 @@ fn run_pass<'a>(
             ArrivalStream::new(scenario),
             keep_history,
             &mut reference,
+            &mut count,
             &mut drivers,
         ),
         Source::Only(keys, wanted) => generate_all(
             ArrivalStream::only(scenario, keys, &wanted),
             false,
             &mut reference,
+            &mut count,
             &mut drivers,
         ),
         Source::Replay(keys, history, wanted) => {
-            replay_all(history.replay(&wanted), &mut reference, &mut drivers, &keys);
+            let arrivals = history.replay(&wanted);
+            replay_all(arrivals, &mut reference, &mut count, &mut drivers, &keys);
             Ok((keys, None))
         }
-        Source::Receive(received) => Ok(receive_all(received, &mut reference, &mut drivers)?),
+        Source::Receive(received) => Ok(receive_all(
+            received,
+            &mut reference,
+            &mut count,
+            &mut drivers,
+        )?),
     };
     Ok(match fed {
         Ok((keys, history)) => {
-            let outcomes = drivers.into_iter().map(|d| d.finish(&keys)).collect();
+            let mut counted = count.finish(scenario.duration).into_iter();
+            let outcomes = (drivers.into_iter())
+                .map(|d| d.finish(&keys, counted.next().flatten()))
+                .collect();
             (outcomes, Some(keys), history)
         }
         Err(e) => {
@@ -426,6 +444,7 @@ fn generate_all(
     stream: Result<ArrivalStream, ScenarioError>,
     keep_history: bool,
     reference: &mut ReferenceFeed,
+    count: &mut GroupCount,
     drivers: &mut [Box<dyn Drive + '_>],
 ) -> Result<Fed, ScenarioError> {
     let mut stream = stream?;
@@ -437,7 +456,7 @@ fn generate_all(
         if chunk.is_empty() {
             return Ok((stream.into_keys(), history.map(Arc::new)));
         }
-        feed_chunk(reference, drivers, &chunk, stream.keys());
+        feed_chunk(reference, count, drivers, &chunk, stream.keys());
     }
 }
 
@@ -445,6 +464,7 @@ fn generate_all(
 fn replay_all(
     mut arrivals: impl Iterator<Item = (u64, Arrival)>,
     reference: &mut ReferenceFeed,
+    count: &mut GroupCount,
     drivers: &mut [Box<dyn Drive + '_>],
     keys: &KeyTable,
 ) {
@@ -455,7 +475,7 @@ fn replay_all(
         if chunk.is_empty() {
             return;
         }
-        feed_chunk(reference, drivers, &chunk, keys);
+        feed_chunk(reference, count, drivers, &chunk, keys);
     }
 }
 
@@ -463,19 +483,22 @@ fn replay_all(
 fn receive_all(
     mut received: Received,
     reference: &mut ReferenceFeed,
+    count: &mut GroupCount,
     drivers: &mut [Box<dyn Drive + '_>],
 ) -> Result<Fed, Stopped> {
     while let Some(chunk) = received.next()? {
-        feed_chunk(reference, drivers, &chunk, received.keys());
+        feed_chunk(reference, count, drivers, &chunk, received.keys());
     }
     Ok(received.finish())
 }
 
 /// Feeds one chunk to every driver of a group that shares one rule: the reference
 /// decides it first (running the log driver, if the group has one), then every other
-/// driver is compared with it.
+/// driver is compared with it; then `count` counts the admissions of the drivers it
+/// counts.
 pub(super) fn feed_chunk(
     reference: &mut ReferenceFeed,
+    count: &mut GroupCount,
     drivers: &mut [Box<dyn Drive + '_>],
     chunk: &[(u64, Arrival)],
     keys: &KeyTable,
@@ -484,9 +507,10 @@ pub(super) fn feed_chunk(
     let log = reference.decide(chunk, drivers, keys);
     for (i, d) in drivers.iter_mut().enumerate() {
         if Some(i) != log_driver {
-            d.feed(chunk, log, keys, None);
+            d.feed(chunk, log, keys, count.decisions(i));
         }
     }
+    count.count(chunk, log_driver.zip(log));
 }
 
 #[cfg(test)]

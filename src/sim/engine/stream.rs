@@ -13,21 +13,28 @@
 //! that has them: the log it runs as an algorithm, the group that runs the log (over a
 //! channel), or its own copy of the log ([`ReferenceFeed`]).
 //!
+//! After the group's drivers have decided a chunk, the [`GroupCount`] counts the
+//! admissions of those it can count together in the trailing windows: one tracker with
+//! a lane per run, instead of a tracker per run.
+//!
 //! The stream and the log are deterministic, so who generates the stream and where the
-//! reference's decisions come from change no result. Nothing here decides a request for
-//! an algorithm.
+//! reference's decisions come from change no result; counting together changes no count.
+//! Nothing here decides a request for an algorithm.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use super::driver::Drive;
+use super::record::Counted;
 use super::server::Sweeps;
 use crate::algorithm::{Algorithm, SlidingWindowLog};
 use crate::composite::Composite;
 use crate::dense::DenseLimiter;
+use crate::registry::Entry;
+use crate::sim::metrics::{Lanes, MAX_LANES, SeriesThinner, WindowTracker};
 use crate::sim::traffic::Arrival;
-use crate::sim::{ArrivalStream, KeyTable, Scenario, ScenarioError};
+use crate::sim::{ArrivalStream, ClientModel, KeyTable, Scenario, ScenarioError};
 use crate::time::Nanos;
 
 /// Arrivals generated and fed to the algorithms at a time (512 KB of them): large
@@ -426,6 +433,155 @@ impl Reference {
             }
             out.push(self.limiter.allows(a.key, a.cost, a.time));
         }
+    }
+}
+
+/// The first rule's trailing-window counts of a group's runs that see every arrival at
+/// its instant and admit it there or not at all, counted together: one
+/// [`WindowTracker`] with a lane per run, fed each chunk's decisions once every run of
+/// the group has decided it. An arrival admitted by several runs is one entry of its
+/// FIFO, and a key's counts of every run share a cache line, where a tracker per run
+/// would touch one of each per run. The counts are exactly those of a tracker per run
+/// (see the tests of `metrics::window`); only the memory they take differs.
+#[derive(Default)]
+pub(super) struct GroupCount {
+    /// Per run of the group, in the group's order: its lane, if the group counts it.
+    lanes: Vec<Option<usize>>,
+    /// Keep each lane's series (every run but a sweep's).
+    keep_series: bool,
+    /// `None` when the group counts no run.
+    tracker: Option<WindowTracker>,
+    /// Per lane: the series of its tracked key's count.
+    series: Vec<SeriesThinner>,
+    /// Per lane: its run's decisions on the chunk being fed.
+    decided: Vec<Vec<bool>>,
+    /// Per arrival of the chunk being counted: the lanes that admitted it.
+    masks: Vec<Lanes>,
+    /// The chunk's admissions, with the lanes that admitted each.
+    admissions: Vec<(u32, Nanos, u64, Lanes)>,
+}
+
+impl GroupCount {
+    /// A count for the runs of `entries` (in the group's order) that can be counted
+    /// together ([`GroupCount::can_count`]), up to [`MAX_LANES`] of them; each run's
+    /// `Job` must say whether it is counted, as [`counts`](Self::counts) does. Without
+    /// `keep_series` (a sweep's runs), no series is kept.
+    pub(super) fn new(sc: &Scenario, entries: &[&Entry], keep_series: bool) -> GroupCount {
+        let mut n = 0;
+        let lanes: Vec<Option<usize>> = entries
+            .iter()
+            .map(|e| {
+                let lane = (GroupCount::can_count(sc, e) && n < MAX_LANES).then_some(n);
+                n += usize::from(lane.is_some());
+                lane
+            })
+            .collect();
+        let rule = sc.rule;
+        let span = if keep_series {
+            sc.duration
+        } else {
+            Nanos::ZERO
+        };
+        GroupCount {
+            lanes,
+            keep_series,
+            tracker: (n > 0)
+                .then(|| WindowTracker::with_lanes(rule.window(), rule.max_requests(), n)),
+            series: (0..n).map(|_| SeriesThinner::new(span)).collect(),
+            decided: vec![Vec::new(); n],
+            masks: Vec::new(),
+            admissions: Vec::new(),
+        }
+    }
+
+    /// A group that counts none of its runs (each counts its own).
+    pub(super) fn none() -> GroupCount {
+        GroupCount::default()
+    }
+
+    /// Whether a run of `entry` on `sc` can be counted with others: open clients on one
+    /// server (every arrival decided at its instant, in the stream's order), a built-in
+    /// (a policer: admitted at its instant or denied, never delayed), and one rule.
+    pub(super) fn can_count(sc: &Scenario, entry: &Entry) -> bool {
+        sc.client == ClientModel::Open
+            && sc.deployment.is_none()
+            && sc.extra_limits.is_empty()
+            && entry.builtin().is_some()
+    }
+
+    /// Whether run `i` of the group is counted here.
+    pub(super) fn counts(&self, i: usize) -> bool {
+        self.lanes.get(i).copied().flatten().is_some()
+    }
+
+    /// Where run `i` hands its decisions on the next chunk, when it is counted here.
+    pub(super) fn decisions(&mut self, i: usize) -> Option<&mut Vec<bool>> {
+        let lane = self.lanes.get(i).copied().flatten()?;
+        let decided = &mut self.decided[lane];
+        decided.clear();
+        Some(decided)
+    }
+
+    /// Counts `chunk`'s admissions, once every run has decided it; `log` is the
+    /// decisions of run `log.0`, which were handed to the reference instead.
+    pub(super) fn count(&mut self, chunk: &[(u64, Arrival)], log: Option<(usize, &[bool])>) {
+        let Some(tracker) = self.tracker.as_mut() else {
+            return;
+        };
+        let masks = &mut self.masks;
+        masks.clear();
+        masks.resize(chunk.len(), 0);
+        for (i, lane) in self.lanes.iter().enumerate() {
+            let Some(l) = *lane else { continue };
+            let decided = match log {
+                Some((j, log)) if j == i => log,
+                _ => &self.decided[l],
+            };
+            for (mask, &allowed) in masks.iter_mut().zip(decided) {
+                *mask |= Lanes::from(allowed) << l;
+            }
+        }
+        self.admissions.clear();
+        self.admissions.extend(
+            chunk
+                .iter()
+                .zip(masks.iter())
+                .filter(|(_, m)| **m != 0)
+                .map(|((_, a), &mask)| (a.key, a.time, a.cost, mask)),
+        );
+        let (series, keep) = (&mut self.series, self.keep_series);
+        tracker.admit_lanes(&self.admissions, |l, t, c| {
+            if keep {
+                series[l].push(t, c);
+            }
+        });
+    }
+
+    /// The run is over at `end`: per run of the group, in order, what its lane found
+    /// (none at all for a group that counts none of its runs).
+    pub(super) fn finish(self, end: Nanos) -> Vec<Option<Counted>> {
+        let GroupCount {
+            lanes,
+            keep_series,
+            tracker,
+            mut series,
+            ..
+        } = self;
+        let Some(mut tracker) = tracker else {
+            return lanes.iter().map(|_| None).collect();
+        };
+        tracker.finish_lanes(end, |l, t, c| {
+            if keep_series {
+                series[l].push(t, c);
+            }
+        });
+        // Lanes are numbered in the group's order, so the series come in that order.
+        let mut series = series.into_iter();
+        let mut counted = |l: usize| Some(Counted::new(tracker.lane(l), series.next()?));
+        lanes
+            .iter()
+            .map(|lane| lane.and_then(&mut counted))
+            .collect()
     }
 }
 

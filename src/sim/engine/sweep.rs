@@ -19,7 +19,7 @@ use super::dispatch::driver;
 use super::driver::{Drive, Job, Mode, Progress};
 use super::run::{RunOptions, feed_chunk, report_of};
 use super::server::StateBackend;
-use super::stream::{self, CHUNK, Received, ReferenceFeed, Share};
+use super::stream::{self, CHUNK, GroupCount, Received, ReferenceFeed, Share};
 use crate::registry::Entry;
 use crate::rule::Rule;
 use crate::sim::{AlgorithmReport, RunReport, Scenario, SimError, StoreUnsupported};
@@ -33,6 +33,9 @@ struct Unit {
 
 /// One algorithm's result under one configuration.
 type Finished = ((usize, usize), Result<AlgorithmReport, SimError>);
+
+/// One unit of work between chunks: its reference, its window count and its drivers.
+type Running<'a> = (ReferenceFeed, GroupCount, Vec<Box<dyn Drive + 'a>>);
 
 /// Whether [`sweep`] can run `scenario`: not when it has a `[deployment]` (a sweep runs
 /// one server, and would silently report a deployment as one).
@@ -159,38 +162,41 @@ fn work<'a>(
     progress: &'a Progress<'a>,
     mut received: Received,
 ) -> Vec<Finished> {
-    let mut running: Vec<(ReferenceFeed, Vec<Box<dyn Drive + 'a>>)> = units
+    let mut running: Vec<Running<'a>> = units
         .iter()
         .map(|unit| {
             let scenario = &configs[unit.config];
-            let drivers: Vec<_> = unit
-                .algorithms
-                .iter()
-                .map(|&a| {
+            let unit_entries: Vec<&Entry> = unit.algorithms.iter().map(|&a| entries[a]).collect();
+            let count = GroupCount::new(scenario, &unit_entries, false);
+            let drivers: Vec<_> = (unit_entries.iter().enumerate())
+                .map(|(i, &entry)| {
                     let job = Job {
                         scenario,
-                        entry: entries[a],
+                        entry,
                         mode: Mode::Sweep,
                         progress: Some(progress),
+                        by_group: count.counts(i),
                     };
                     driver(job, &StateBackend::Memory)
                 })
                 .collect();
             let feed = ReferenceFeed::new(scenario, &drivers, Share::Alone, CHUNK);
-            (feed, drivers)
+            (feed, count, drivers)
         })
         .collect();
     // A stream that stops early is the sweep's error, which the producer reports.
     while let Ok(Some(arrivals)) = received.next() {
-        for (feed, drivers) in &mut running {
-            feed_chunk(feed, drivers, &arrivals, received.keys());
+        for (feed, count, drivers) in &mut running {
+            feed_chunk(feed, count, drivers, &arrivals, received.keys());
         }
     }
     let (keys, _) = received.finish();
     let mut finished = Vec::new();
-    for (unit, (_, drivers)) in units.iter().zip(running) {
+    for (unit, (_, count, drivers)) in units.iter().zip(running) {
+        let mut counted = count.finish(configs[unit.config].duration).into_iter();
         for (&a, d) in unit.algorithms.iter().zip(drivers) {
-            finished.push(((unit.config, a), d.finish(&keys).map(|o| o.report)));
+            let outcome = d.finish(&keys, counted.next().flatten());
+            finished.push(((unit.config, a), outcome.map(|o| o.report)));
         }
     }
     finished
