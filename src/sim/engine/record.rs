@@ -160,8 +160,8 @@ pub(super) struct Recording {
 enum Counting {
     /// The run's own tracker.
     Own(WindowTracker),
-    /// Its group's `stream::GroupCount`, from the run's decisions on the stream; the run is
-    /// finished with what its lane found.
+    /// Its group's `stream::GroupCount`, from the run's decisions on the stream; the run
+    /// is finished with what its lane found.
     Group,
 }
 
@@ -407,7 +407,8 @@ impl Recording {
     }
 }
 
-/// What one lane of a group's count (`stream::GroupCount`) found, for its run's [`Recording::finish`].
+/// What one lane of a group's count (`stream::GroupCount`) found, for its run's
+/// [`Recording::finish`].
 pub(super) struct Counted {
     lane: Lane,
     series: SeriesThinner,

@@ -39,8 +39,9 @@ pub struct RunOptions<'a> {
     /// ([`std::thread::available_parallelism`]), or 1 when it cannot be known.
     pub threads: usize,
     /// Called now and then with `(done, total)` progress units: each algorithm
-    /// contributes [`PROGRESS_STEPS`](crate::sim::PROGRESS_STEPS) units as its simulated time advances. Called from
-    /// worker threads; `done` only grows and reaches `total` when the run ends.
+    /// contributes [`PROGRESS_STEPS`](crate::sim::PROGRESS_STEPS) units as its simulated
+    /// time advances. Called from worker threads; `done` only grows and reaches `total`
+    /// when the run ends.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
     /// Where the scenario's algorithm names are found and built: the registry the
     /// scenario was parsed with ([`Scenario::parse_with`]). Default: the built-ins.
