@@ -124,9 +124,7 @@ impl WindowTracker {
         cost: u64,
         mut on_tracked_change: impl FnMut(Nanos, u64),
     ) -> u64 {
-        let mut on = |_, t, c| on_tracked_change(t, c);
-        self.admit_one(key, t, cost, 1, &mut on);
-        self.count_of(key, 0)
+        self.admit_one(key, t, cost, 1, &mut |_, t, c| on_tracked_change(t, c))
     }
 
     /// [`admit`](Self::admit) of each `(key, instant, cost)` of `admissions` in turn, in
@@ -137,13 +135,13 @@ impl WindowTracker {
         admissions: &[(u32, Nanos, u64)],
         mut on_tracked_change: impl FnMut(Nanos, u64),
     ) {
-        let mut on = |_, t, c| on_tracked_change(t, c);
-        for (i, &(key, t, cost)) in admissions.iter().enumerate() {
-            if let Some(&(ahead, _, _)) = admissions.get(i + crate::prefetch::AHEAD) {
-                self.prefetch(ahead);
-            }
-            self.admit_one(key, t, cost, 1, &mut on);
-        }
+        self.admit_each(
+            admissions,
+            |(key, t, cost)| (key, t, cost, 1),
+            |_, t, c| {
+                on_tracked_change(t, c);
+            },
+        );
     }
 
     /// [`admit_all`](Self::admit_all) of `(key, instant, cost, lanes)`: each admission
@@ -151,23 +149,27 @@ impl WindowTracker {
     pub(crate) fn admit_lanes(
         &mut self,
         admissions: &[(u32, Nanos, u64, Lanes)],
-        mut on_tracked_change: impl FnMut(usize, Nanos, u64),
+        on_tracked_change: impl FnMut(usize, Nanos, u64),
     ) {
-        for (i, &(key, t, cost, lanes)) in admissions.iter().enumerate() {
-            if let Some(&(ahead, _, _, _)) = admissions.get(i + crate::prefetch::AHEAD) {
-                self.prefetch(ahead);
-            }
-            self.admit_one(key, t, cost, lanes, &mut on_tracked_change);
-        }
+        self.admit_each(admissions, |admission| admission, on_tracked_change);
     }
 
-    /// The count of `key` in `lane` now.
-    fn count_of(&self, key: u32, lane: usize) -> u64 {
-        let index = self.index(key, lane);
-        match self.counts.get(index) {
-            Some(&WIDE) => self.wide[&index],
-            Some(&narrow) => u64::from(narrow),
-            None => 0,
+    /// The loop of [`admit_all`](Self::admit_all) and [`admit_lanes`](Self::admit_lanes):
+    /// each admission, read as `(key, instant, cost, lanes)` by `parts`, counted in
+    /// turn, the key `AHEAD` places on hinted first.
+    #[inline(always)]
+    fn admit_each<T: Copy>(
+        &mut self,
+        admissions: &[T],
+        parts: impl Fn(T) -> (u32, Nanos, u64, Lanes),
+        mut on_tracked_change: impl FnMut(usize, Nanos, u64),
+    ) {
+        for (i, &admission) in admissions.iter().enumerate() {
+            if let Some(&ahead) = admissions.get(i + crate::prefetch::AHEAD) {
+                self.prefetch(parts(ahead).0);
+            }
+            let (key, t, cost, lanes) = parts(admission);
+            self.admit_one(key, t, cost, lanes, &mut on_tracked_change);
         }
     }
 
@@ -177,6 +179,8 @@ impl WindowTracker {
         key as usize * self.lanes.len() + lane
     }
 
+    /// Counts one admission in each lane of `lanes`; returns the key's count in the last
+    /// of them (in lane 0 for [`admit`](Self::admit)).
     #[inline(always)]
     fn admit_one(
         &mut self,
@@ -185,18 +189,19 @@ impl WindowTracker {
         cost: u64,
         lanes: Lanes,
         on_tracked_change: &mut impl FnMut(usize, Nanos, u64),
-    ) {
+    ) -> u64 {
         self.expire(t, on_tracked_change);
         let row = self.index(key, 0);
         if row + self.lanes.len() > self.counts.len() {
             self.counts.resize(row + self.lanes.len(), 0);
         }
         self.queue(key, t, cost, lanes);
+        let mut count = 0;
         let mut bits = lanes;
         while bits != 0 {
             let l = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let count = self.add(row + l, cost);
+            count = self.add(row + l, cost);
             let lane = &mut self.lanes[l];
             if *lane.tracked.get_or_insert(key) == key {
                 lane.tracked_max = lane.tracked_max.max(count);
@@ -210,6 +215,7 @@ impl WindowTracker {
                 lane.worst_key = Some(key);
             }
         }
+        count
     }
 
     /// Puts an admission at the back of the queue, added to the last entry when that is
