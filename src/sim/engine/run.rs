@@ -319,7 +319,7 @@ pub(super) fn run_group<'a>(
         },
     };
     // A stream the group generates itself never stops early: errors are in the results.
-    let second = run_pass(scenario, again, GroupCount::none(), Share::Alone, source)
+    let second = run_pass(scenario, again, GroupCount::default(), Share::Alone, source)
         .map(|(outcomes, _, _)| outcomes)
         .unwrap_or_default();
     for (slot, outcome) in again_slots.into_iter().zip(second) {
@@ -520,6 +520,7 @@ mod tests {
 
     use super::*;
     use crate::sim::NoopSink;
+    use crate::sim::metrics::MAX_LANES;
 
     /// The shares `share_reference` lays for `extra` (a `[client]` or `[deployment]`
     /// table) under three algorithms dealt into two groups: the sliding log is the
@@ -537,6 +538,48 @@ mod tests {
         })
         .unwrap();
         share_reference(&scenario, &groups)
+    }
+
+    /// Which runs of a group are counted together, a lane each: built-ins, with open
+    /// clients on one server under one rule, at most [`MAX_LANES`] of them. Any other
+    /// run keeps a tracker of its own; the counts are the same either way, so only this
+    /// test notices which way a run is counted.
+    #[test]
+    fn a_group_counts_built_ins_of_open_clients_under_one_rule_a_lane_each() {
+        let base = "name = \"s\"\nduration = \"1s\"\nalgorithms = [\"gcra\"]\n\
+                    [[traffic]]\nkind = \"uniform\"\nrate = 4\n";
+        let scenario =
+            |extra: &str| Scenario::parse(&format!("{base}{extra}"), Path::new("s.toml")).unwrap();
+        let one = "[limit]\nmax_requests = 5\nwindow = \"1s\"\n";
+        let registry = Registry::builtin();
+        let gcra = registry.entry("gcra").unwrap();
+        let log = registry.entry("sliding_window_log").unwrap();
+        let preset = crate::presets::tower_entry();
+        let preset = &preset;
+        assert!(preset.builtin().is_none(), "a preset is not a built-in");
+
+        let open = scenario(one);
+        let count = GroupCount::new(&open, &[gcra, preset, log], true);
+        let counted: Vec<bool> = (0..3).map(|i| count.counts(i)).collect();
+        assert_eq!(counted, [true, false, true]);
+        let nine = vec![gcra; MAX_LANES + 1];
+        let count = GroupCount::new(&open, &nine, false);
+        let counted: Vec<bool> = (0..nine.len()).map(|i| count.counts(i)).collect();
+        let mut expected = vec![true; MAX_LANES];
+        expected.push(false);
+        assert_eq!(counted, expected, "the lanes after the {MAX_LANES}th");
+
+        for extra in [
+            format!("{one}[client]\nkind = \"retry\"\n"),
+            format!("{one}[deployment]\nnodes = 2\nstore = \"local\"\n"),
+            "[[limit]]\nmax_requests = 5\nwindow = \"1s\"\n\
+             [[limit]]\nmax_requests = 9\nwindow = \"10s\"\n"
+                .to_string(),
+        ] {
+            let count = GroupCount::new(&scenario(&extra), &[gcra, log], true);
+            assert!(!count.counts(0) && !count.counts(1), "{extra}");
+        }
+        assert!(!GroupCount::default().counts(0));
     }
 
     #[test]

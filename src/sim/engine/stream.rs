@@ -442,7 +442,8 @@ impl Reference {
 /// the group has decided it. An arrival admitted by several runs is one entry of its
 /// FIFO, and a key's counts of every run share a cache line, where a tracker per run
 /// would touch one of each per run. The counts are exactly those of a tracker per run
-/// (see the tests of `metrics::window`); only the memory they take differs.
+/// (see the tests of `metrics::window`); only the memory they take differs. The
+/// default counts none of its runs (each counts its own).
 #[derive(Default)]
 pub(super) struct GroupCount {
     /// Per run of the group, in the group's order: its lane, if the group counts it.
@@ -492,11 +493,6 @@ impl GroupCount {
             masks: Vec::new(),
             admissions: Vec::new(),
         }
-    }
-
-    /// A group that counts none of its runs (each counts its own).
-    pub(super) fn none() -> GroupCount {
-        GroupCount::default()
     }
 
     /// Whether a run of `entry` on `sc` can be counted with others: open clients on one

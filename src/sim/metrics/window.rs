@@ -173,10 +173,10 @@ impl WindowTracker {
         }
     }
 
-    /// Where `key`'s count in `lane` is in `counts`.
+    /// Where `key`'s row starts in `counts`: its count in lane `l` is at `row + l`.
     #[inline(always)]
-    fn index(&self, key: u32, lane: usize) -> usize {
-        key as usize * self.lanes.len() + lane
+    fn row(&self, key: u32) -> usize {
+        key as usize * self.lanes.len()
     }
 
     /// Counts one admission in each lane of `lanes`; returns the key's count in the last
@@ -191,7 +191,7 @@ impl WindowTracker {
         on_tracked_change: &mut impl FnMut(usize, Nanos, u64),
     ) -> u64 {
         self.expire(t, on_tracked_change);
-        let row = self.index(key, 0);
+        let row = self.row(key);
         if row + self.lanes.len() > self.counts.len() {
             self.counts.resize(row + self.lanes.len(), 0);
         }
@@ -316,7 +316,7 @@ impl WindowTracker {
     /// cache. Changes nothing.
     #[inline]
     pub(crate) fn prefetch(&self, key: u32) {
-        if let Some(count) = self.counts.get(self.index(key, 0)) {
+        if let Some(count) = self.counts.get(self.row(key)) {
             crate::prefetch::prefetch(count);
         }
     }
@@ -363,7 +363,7 @@ impl WindowTracker {
             if let Some(ahead) = self.live.get(crate::prefetch::AHEAD) {
                 self.prefetch(ahead.key);
             }
-            let row = self.index(key, 0);
+            let row = self.row(key);
             let mut bits = lanes;
             while bits != 0 {
                 let l = bits.trailing_zeros() as usize;
