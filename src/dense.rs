@@ -295,3 +295,20 @@ impl<A: Algorithm + std::fmt::Debug> std::fmt::Debug for DenseLimiter<A> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The held bits take one word per 64 client numbers, up to the highest number seen
+    /// (client 100,000: 1,563 words), never a word or more per client.
+    #[test]
+    fn the_held_bits_take_a_word_per_64_client_numbers() {
+        let mut slots: Slots<u8> = Slots::default();
+        for id in [0u32, 63, 64, 100_000] {
+            slots.get_or_insert(id, || 0);
+            assert_eq!(slots.held.len(), id as usize / 64 + 1, "client {id}");
+        }
+        assert_eq!(slots.count, 4);
+    }
+}
