@@ -138,9 +138,7 @@ impl WindowTracker {
         self.admit_each(
             admissions,
             |(key, t, cost)| (key, t, cost, 1),
-            |_, t, c| {
-                on_tracked_change(t, c);
-            },
+            |_, t, c| on_tracked_change(t, c),
         );
     }
 
