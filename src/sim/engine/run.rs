@@ -81,6 +81,17 @@ pub fn run(
     options: &RunOptions<'_>,
     sinks: &mut dyn FnMut(&str) -> std::io::Result<Box<dyn DecisionSink>>,
 ) -> Result<RunReport, SimError> {
+    run_in_chunks(scenario, options, sinks, CHUNK)
+}
+
+/// [`run`], with the stream fed in chunks of `chunk` arrivals: [`CHUNK`], but for the
+/// tests that prove no result depends on where a chunk ends.
+fn run_in_chunks(
+    scenario: &Scenario,
+    options: &RunOptions<'_>,
+    sinks: &mut dyn FnMut(&str) -> std::io::Result<Box<dyn DecisionSink>>,
+    chunk: usize,
+) -> Result<RunReport, SimError> {
     if scenario.algorithms.is_empty() {
         return Err(SimError::NoAlgorithms);
     }
@@ -89,7 +100,7 @@ pub fn run(
     let threads = options.threads.clamp(1, scenario.algorithms.len());
     let groups = deal(scenario, &registry, threads, sinks)?;
     let progress = Progress::new(scenario.algorithms.len(), options.progress);
-    let algorithms = run_groups(scenario, groups, &progress, options.store)?;
+    let algorithms = run_groups(scenario, groups, &progress, options.store, chunk)?;
     Ok(report_of(scenario, algorithms))
 }
 
@@ -137,6 +148,7 @@ pub(super) fn run_groups<'a>(
     groups: Vec<Vec<Assigned<'a>>>,
     progress: &'a Progress<'a>,
     store: &'a StateBackend,
+    chunk: usize,
 ) -> Result<Vec<AlgorithmReport>, SimError> {
     let shared = share_reference(scenario, &groups);
     let keep_history = keeps_history(scenario);
@@ -146,7 +158,7 @@ pub(super) fn run_groups<'a>(
             .zip(shared)
             .map(|(g, share)| {
                 let source = Source::Generate { keep_history };
-                run_group(scenario, g, progress, share, store, source)
+                run_group(scenario, g, progress, share, store, source, chunk)
             })
             .collect()
     } else {
@@ -157,11 +169,11 @@ pub(super) fn run_groups<'a>(
                 let (tx, rx) = sync_channel(stream::SLACK);
                 senders.push(tx);
                 let source = Source::Receive(Received::new(rx));
-                handles
-                    .push(s.spawn(move || run_group(scenario, g, progress, share, store, source)));
+                let group = move || run_group(scenario, g, progress, share, store, source, chunk);
+                handles.push(s.spawn(group));
             }
             // This thread generates the stream once for every group.
-            let produced = stream::produce(scenario, senders, keep_history);
+            let produced = stream::produce(scenario, senders, keep_history, chunk);
             let finished = handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
@@ -275,6 +287,7 @@ pub(super) fn run_group<'a>(
     share: Share,
     store: &'a StateBackend,
     source: Source,
+    chunk: usize,
 ) -> Vec<Finished> {
     let mut results = Vec::new();
     let mut drivers = Vec::new();
@@ -292,7 +305,8 @@ pub(super) fn run_group<'a>(
         drivers.push(driver(job, store));
         owners.push((a.index, a.entry));
     }
-    let Ok((first, keys, history)) = run_pass(scenario, drivers, count, share, source) else {
+    let Ok((first, keys, history)) = run_pass(scenario, drivers, count, share, source, chunk)
+    else {
         return Vec::new();
     };
     let mut again = Vec::new();
@@ -319,9 +333,16 @@ pub(super) fn run_group<'a>(
         },
     };
     // A stream the group generates itself never stops early: errors are in the results.
-    let second = run_pass(scenario, again, GroupCount::default(), Share::Alone, source)
-        .map(|(outcomes, _, _)| outcomes)
-        .unwrap_or_default();
+    let second = run_pass(
+        scenario,
+        again,
+        GroupCount::default(),
+        Share::Alone,
+        source,
+        chunk,
+    )
+    .map(|(outcomes, _, _)| outcomes)
+    .unwrap_or_default();
     for (slot, outcome) in again_slots.into_iter().zip(second) {
         let result = &mut results[slot].1;
         match (outcome, result.as_mut()) {
@@ -379,22 +400,24 @@ type Pass = (
     Option<Arc<History>>,
 );
 
-/// Feeds the stream from `source`, chunk by chunk, to every driver (and to `count`),
-/// and finishes them; with the stream's keys, unless it failed.
+/// Feeds the stream from `source`, `chunk` arrivals at a time, to every driver (and to
+/// `count`), and finishes them; with the stream's keys, unless it failed.
 fn run_pass<'a>(
     scenario: &'a Scenario,
     mut drivers: Vec<Box<dyn Drive + 'a>>,
     mut count: GroupCount,
     share: Share,
     source: Source,
+    chunk: usize,
 ) -> Result<Pass, Stopped> {
     if drivers.is_empty() {
         return Ok((Vec::new(), None, None));
     }
-    let mut reference = ReferenceFeed::new(scenario, &drivers, share, CHUNK);
+    let mut reference = ReferenceFeed::new(scenario, &drivers, share, chunk);
     let fed = match source {
         Source::Generate { keep_history } => generate_all(
             ArrivalStream::new(scenario),
+            chunk,
             keep_history,
             &mut reference,
             &mut count,
@@ -402,6 +425,7 @@ fn run_pass<'a>(
         ),
         Source::Only(keys, wanted) => generate_all(
             ArrivalStream::only(scenario, keys, &wanted),
+            chunk,
             false,
             &mut reference,
             &mut count,
@@ -409,7 +433,14 @@ fn run_pass<'a>(
         ),
         Source::Replay(keys, history, wanted) => {
             let arrivals = history.replay(&wanted);
-            replay_all(arrivals, &mut reference, &mut count, &mut drivers, &keys);
+            replay_all(
+                arrivals,
+                chunk,
+                &mut reference,
+                &mut count,
+                &mut drivers,
+                &keys,
+            );
             Ok((keys, None))
         }
         Source::Receive(received) => Ok(receive_all(
@@ -440,9 +471,11 @@ fn run_pass<'a>(
 /// A stream's keys at its end, and its history when one was kept.
 type Fed = (KeyTable, Option<Arc<History>>);
 
-/// Feeds `stream` to the drivers, keeping its history when `keep_history`.
+/// Feeds `stream` to the drivers, `size` arrivals at a time, keeping its history when
+/// `keep_history`.
 fn generate_all(
     stream: Result<ArrivalStream, ScenarioError>,
+    size: usize,
     keep_history: bool,
     reference: &mut ReferenceFeed,
     count: &mut GroupCount,
@@ -450,9 +483,9 @@ fn generate_all(
 ) -> Result<Fed, ScenarioError> {
     let mut stream = stream?;
     let mut history = keep_history.then(History::default);
-    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut chunk = Vec::with_capacity(size);
     loop {
-        next_chunk(&mut stream, &mut chunk)?;
+        next_chunk(&mut stream, &mut chunk, size)?;
         History::keep(&mut history, &chunk);
         if chunk.is_empty() {
             return Ok((stream.into_keys(), history.map(Arc::new)));
@@ -461,18 +494,19 @@ fn generate_all(
     }
 }
 
-/// Feeds the drivers the `arrivals` replayed from a history, a chunk at a time.
+/// Feeds the drivers the `arrivals` replayed from a history, `size` at a time.
 fn replay_all(
     mut arrivals: impl Iterator<Item = (u64, Arrival)>,
+    size: usize,
     reference: &mut ReferenceFeed,
     count: &mut GroupCount,
     drivers: &mut [Box<dyn Drive + '_>],
     keys: &KeyTable,
 ) {
-    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut chunk = Vec::with_capacity(size);
     loop {
         chunk.clear();
-        chunk.extend(arrivals.by_ref().take(CHUNK));
+        chunk.extend(arrivals.by_ref().take(size));
         if chunk.is_empty() {
             return;
         }
@@ -517,10 +551,12 @@ pub(super) fn feed_chunk(
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+    use std::sync::Mutex;
 
     use super::*;
-    use crate::sim::NoopSink;
     use crate::sim::metrics::MAX_LANES;
+    use crate::sim::{DecisionRow, NoopSink};
+    use crate::time::Nanos;
 
     /// The shares `share_reference` lays for `extra` (a `[client]` or `[deployment]`
     /// table) under three algorithms dealt into two groups: the sliding log is the
@@ -595,6 +631,71 @@ mod tests {
         ] {
             let alone = shares(extra);
             assert!(alone.iter().all(|s| matches!(s, Share::Alone)), "{extra}");
+        }
+    }
+
+    /// A sink that keeps each decision as its `Debug` text.
+    impl DecisionSink for Arc<Mutex<Vec<String>>> {
+        fn record(&mut self, row: &DecisionRow<'_>) -> std::io::Result<()> {
+            self.lock().unwrap().push(format!("{row:?}"));
+            Ok(())
+        }
+    }
+
+    /// The report of `scenario` and each algorithm's decisions, fed `chunk` arrivals at
+    /// a time on `threads` threads.
+    fn in_chunks(scenario: &Scenario, threads: usize, chunk: usize) -> (RunReport, Vec<String>) {
+        let mut rows = Vec::new();
+        let options = RunOptions {
+            threads,
+            ..RunOptions::default()
+        };
+        let mut sinks = |_: &str| -> std::io::Result<Box<dyn DecisionSink>> {
+            rows.push(Arc::new(Mutex::new(Vec::new())));
+            Ok(Box::new(Arc::clone(rows.last().unwrap())))
+        };
+        let report = run_in_chunks(scenario, &options, &mut sinks, chunk).unwrap();
+        (
+            report,
+            rows.iter()
+                .flat_map(|r| r.lock().unwrap().clone())
+                .collect(),
+        )
+    }
+
+    /// Where a chunk ends is no result's business: every bundled scenario (its first
+    /// 10 s) and the presets (nginx and tower delaying) give the same report and
+    /// decisions in chunks of 1 and 7 arrivals as in [`CHUNK`]s, on one thread and on
+    /// two. A rule that holds only inside a chunk, or only at a chunk's start, fails
+    /// here whatever [`CHUNK`] is.
+    #[test]
+    fn no_result_depends_on_where_a_chunk_ends() {
+        let bundled = (std::fs::read_dir("scenarios").unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"));
+        let mut scenarios: Vec<_> = bundled.map(|p| Scenario::load(&p).unwrap()).collect();
+        assert!(scenarios.len() >= 10, "the bundled scenarios");
+        let presets = "name = \"presets\"\nduration = \"10s\"\nalgorithms = [\"presets\"]\n\
+                       [limit]\nmax_requests = 5\nwindow = \"1s\"\n\
+                       [[traffic]]\nkind = \"poisson\"\nrate = \"2x\"\nkeys = 3\n\
+                       [preset.nginx]\nburst = 4\n";
+        scenarios.push(Scenario::parse(presets, Path::new("presets.toml")).unwrap());
+        let cut = Nanos::from_secs(10);
+        for mut scenario in scenarios {
+            scenario.duration = scenario.duration.min(cut);
+            for t in &mut scenario.traffic {
+                t.end = t.end.min(cut).max(t.start);
+            }
+            for threads in [1, 2] {
+                let whole = in_chunks(&scenario, threads, CHUNK);
+                assert!(!whole.1.is_empty(), "{}: no decision", scenario.name);
+                for chunk in [1, 7] {
+                    let (report, rows) = in_chunks(&scenario, threads, chunk);
+                    let at = format!("{} in chunks of {chunk}, {threads}", scenario.name);
+                    assert!(report == whole.0, "{at}: the reports differ");
+                    assert!(rows == whole.1, "{at}: the decisions differ");
+                }
+            }
         }
     }
 }

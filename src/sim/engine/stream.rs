@@ -51,13 +51,15 @@ pub(super) const SLACK: usize = 4;
 /// A chunk of the stream, `(seq, arrival)` in order, shared by every worker.
 pub(super) type Chunk = Arc<Vec<(u64, Arrival)>>;
 
-/// Refills `chunk` with up to [`CHUNK`] arrivals; empty at the end of the stream.
+/// Refills `chunk` with up to `size` arrivals ([`CHUNK`] but in tests); empty at the
+/// end of the stream.
 pub(super) fn next_chunk(
     stream: &mut ArrivalStream,
     chunk: &mut Vec<(u64, Arrival)>,
+    size: usize,
 ) -> Result<(), ScenarioError> {
     chunk.clear();
-    stream.fill(chunk, CHUNK)
+    stream.fill(chunk, size)
 }
 
 /// What a worker receives: a chunk of the stream, or word that the stream is complete.
@@ -73,7 +75,8 @@ pub(super) enum Message {
     End(Option<Arc<History>>),
 }
 
-/// Generates `scenario`'s stream once and sends each chunk to every worker, then
+/// Generates `scenario`'s stream once and sends each chunk (of `size` arrivals, the
+/// last one fewer) to every worker, then
 /// [`Message::End`] (with the stream's [`History`] when `keep_history`). On an error the
 /// senders are dropped without `End`: the workers see the stream stop, and the caller
 /// reports the error.
@@ -81,15 +84,16 @@ pub(super) fn produce(
     scenario: &Scenario,
     senders: Vec<SyncSender<Message>>,
     keep_history: bool,
+    size: usize,
 ) -> Result<(), ScenarioError> {
     let mut stream = ArrivalStream::new(scenario)?;
     let mut history = keep_history.then(History::default);
     let mut sent = VecDeque::new();
     let mut known = 0;
     loop {
-        let mut chunk = unshared(&mut sent);
+        let mut chunk = unshared(&mut sent, size);
         let arrivals = Arc::get_mut(&mut chunk).expect("no worker holds a chunk to refill");
-        next_chunk(&mut stream, arrivals)?;
+        next_chunk(&mut stream, arrivals, size)?;
         History::keep(&mut history, arrivals);
         let message = if arrivals.is_empty() {
             Message::End(history.take().map(Arc::new))
@@ -116,11 +120,11 @@ pub(super) fn produce(
 }
 
 /// The oldest chunk `sent` if every worker is done with it (refilled in place: no
-/// allocation, no copy of its 512 KB), else a new one.
-fn unshared(sent: &mut VecDeque<Chunk>) -> Chunk {
+/// allocation, no copy of its 512 KB), else a new one with room for `size`.
+fn unshared(sent: &mut VecDeque<Chunk>, size: usize) -> Chunk {
     match sent.front_mut().map(Arc::get_mut) {
         Some(Some(_)) => sent.pop_front().expect("the front was just seen"),
-        _ => Arc::new(Vec::with_capacity(CHUNK)),
+        _ => Arc::new(Vec::with_capacity(size)),
     }
 }
 

@@ -143,7 +143,7 @@ fn run_workers<'a>(
             handles.push(s.spawn(move || work(configs, entries, units, progress, received)));
         }
         // A sweep makes no second pass: no history.
-        let produced = stream::produce(scenario, senders, false);
+        let produced = stream::produce(scenario, senders, false, CHUNK);
         let finished: Vec<Finished> = handles
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
