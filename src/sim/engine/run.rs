@@ -333,16 +333,10 @@ pub(super) fn run_group<'a>(
         },
     };
     // A stream the group generates itself never stops early: errors are in the results.
-    let second = run_pass(
-        scenario,
-        again,
-        GroupCount::default(),
-        Share::Alone,
-        source,
-        chunk,
-    )
-    .map(|(outcomes, _, _)| outcomes)
-    .unwrap_or_default();
+    let silent = GroupCount::default();
+    let second = run_pass(scenario, again, silent, Share::Alone, source, chunk)
+        .map(|(outcomes, _, _)| outcomes)
+        .unwrap_or_default();
     for (slot, outcome) in again_slots.into_iter().zip(second) {
         let result = &mut results[slot].1;
         match (outcome, result.as_mut()) {
