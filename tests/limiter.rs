@@ -532,6 +532,26 @@ fn the_middleware_returns_ietf_ratelimit_headers_and_retry_after_on_denial() {
     assert!(free.decision.allowed && free.headers.is_empty());
 }
 
+/// A cost above the rule's burst never passes: denied with a `retry_after` of
+/// `Nanos::MAX` and no `Retry-After` field; the rest of the decision is the client's
+/// state as it stands, and nothing is consumed.
+#[test]
+fn the_middleware_denies_a_cost_above_the_burst_for_ever_and_consumes_nothing() {
+    let mw = Middleware::with_clock(FakeClock::default());
+    let rule = Rule::new(5, Nanos::from_secs(10)).unwrap();
+    mw.add_rule("/upload", rule, "token_bucket").unwrap();
+    let first = mw.check_n_with_headers("/upload", "alice", 2);
+    assert_eq!(first.decision.remaining, 3);
+    let never = mw.check_n_with_headers("/upload", "alice", 6);
+    assert_eq!(never.status(), 429);
+    assert!(!never.decision.allowed);
+    assert_eq!(never.decision.retry_after, Nanos::MAX);
+    assert_eq!(never.decision.remaining, 3);
+    assert!(never.headers.iter().all(|(name, _)| *name != "Retry-After"));
+    let rest = mw.check_n_with_headers("/upload", "alice", 3);
+    assert!(rest.decision.allowed && rest.decision.remaining == 0);
+}
+
 #[cfg(feature = "toml-rules")]
 const RULES_V1: &str = r#"
 [[endpoint]]
