@@ -652,4 +652,22 @@ mod tests {
             "dropped after {kept} chunks"
         );
     }
+
+    /// The producer refills the oldest chunk in place once every worker has let go of
+    /// it, and makes a new one (room for a whole chunk) while any still holds it. The
+    /// decisions are the same either way; only this test sees the difference.
+    #[test]
+    fn a_chunk_no_worker_holds_is_refilled_and_a_held_one_is_not() {
+        let old: Chunk = Arc::new(vec![arrival(1, 0, 1)]);
+        let mut sent = VecDeque::from([Arc::clone(&old)]);
+        let fresh = unshared(&mut sent, 5);
+        assert!(!Arc::ptr_eq(&fresh, &old) && fresh.is_empty() && fresh.capacity() == 5);
+        assert_eq!(sent.len(), 1, "a held chunk stays until it is let go");
+        drop(old);
+        let reused = unshared(&mut sent, 5);
+        assert!(
+            sent.is_empty() && reused.len() == 1,
+            "the let-go chunk, unrefilled yet"
+        );
+    }
 }
