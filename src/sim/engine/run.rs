@@ -664,11 +664,11 @@ mod tests {
     /// here whatever [`CHUNK`] is.
     #[test]
     fn no_result_depends_on_where_a_chunk_ends() {
-        let bundled = (std::fs::read_dir("scenarios").unwrap())
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "toml"));
-        let mut scenarios: Vec<_> = bundled.map(|p| Scenario::load(&p).unwrap()).collect();
-        assert!(scenarios.len() >= 10, "the bundled scenarios");
+        let bundled = crate::bundled::SCENARIOS.iter();
+        let mut scenarios: Vec<_> = bundled
+            .map(|(file, text)| Scenario::parse(text, &Path::new("scenarios").join(file)))
+            .collect::<Result<_, _>>()
+            .unwrap();
         let presets = "name = \"presets\"\nduration = \"10s\"\nalgorithms = [\"presets\"]\n\
                        [limit]\nmax_requests = 5\nwindow = \"1s\"\n\
                        [[traffic]]\nkind = \"poisson\"\nrate = \"2x\"\nkeys = 3\n\
